@@ -1,0 +1,55 @@
+// CPU numeric helpers: a row-major sgemm front for OpenBLAS, thread-count control, and a
+// vectorisable exp2 for softmax inner loops.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace longmix {
+
+// C[M×N] = alpha·op(A)·op(B) + beta·C, row-major; op(X) = Xᵀ when trans.
+void sgemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+           const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+           std::int64_t ldc);
+
+// Y[M×N] = X[M×K]·W[N×K]ᵀ + bias[N] (bias may be null): PyTorch's nn.Linear, row-major.
+void linear(std::int64_t M, std::int64_t N, std::int64_t K, const float* X, const float* W,
+            const float* bias, float* Y);
+
+int blas_threads();
+void set_blas_threads(int n);
+std::string blas_version();
+
+// Keeps OpenBLAS single-threaded while OpenMP threads each call it (restored on scope exit).
+class BlasSingleThreaded {
+ public:
+  BlasSingleThreaded() : saved_(blas_threads()) { set_blas_threads(1); }
+  ~BlasSingleThreaded() { set_blas_threads(saved_); }
+  BlasSingleThreaded(const BlasSingleThreaded&) = delete;
+  BlasSingleThreaded& operator=(const BlasSingleThreaded&) = delete;
+
+ private:
+  int saved_;
+};
+
+// 2^x in float, relative error < 2.5e-7 on [-126, 127]; returns exactly 0 for x <= -127
+// (so -inf gives 0). Branch-free so loops over it vectorise.
+inline float fast_exp2(float x) {
+  x = x < -127.0f ? -127.0f : (x > 127.0f ? 127.0f : x);
+  const float xi = __builtin_floorf(x + 0.5f);
+  const float f = x - xi;  // [-0.5, 0.5]
+  float p = 1.535336188319500e-4f;
+  p = p * f + 1.339887440266574e-3f;
+  p = p * f + 9.618437357674640e-3f;
+  p = p * f + 5.550332471162809e-2f;
+  p = p * f + 2.402264791363012e-1f;
+  p = p * f + 6.931472028550421e-1f;
+  p = p * f + 1.0f;
+  const std::int32_t e = static_cast<std::int32_t>(xi) + 127;  // 0 .. 254
+  std::int32_t bits = e << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+}  // namespace longmix

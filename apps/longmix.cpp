@@ -1,0 +1,115 @@
+// longmix: measure FlashAttention against Hyena. Thin CLI: parse -> harness -> printers.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <iostream>
+
+#include "harness/sweep.h"
+#include "report/report.h"
+
+using namespace longmix;
+
+namespace {
+void on_signal(int) { g_stop_requested = 1; }
+
+const char* kExamples = R"(
+Examples:
+  longmix sweep                                   # the main job: 4k..128k, GPU if usable, else CPU + extrapolation
+  longmix sweep --ops flash,hyena --lengths 4k..1M --heads 16   # D = 1024
+  longmix sweep --memory-limit 8GiB               # emulate an 8 GB device
+  longmix sweep --memory-fraction 0.5 --resume    # continue an interrupted sweep
+  longmix sweep --backend cpu --time-budget 120 --lengths 1k,2k,4k,8k
+  longmix report hyena_vs_flash_benchmark         # plots, tables and report.md from the CSVs
+)";
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"longmix: at what sequence length should you move from FlashAttention to Hyena, "
+               "and what does it cost in memory and time?"};
+  app.footer(kExamples);
+  app.require_subcommand(1);
+
+  SweepOptions so;
+  std::string lengths = "4k,8k,16k,32k,64k,128k", ops = "flash,hyena,attention", impls;
+  std::string mem_limit, filter = "recompute";
+  double fraction = 0, budget = 0;
+  bool no_report = false, no_extrapolate = false, no_check = false, non_causal = false;
+  auto* sweep = app.add_subcommand("sweep", "measure forward time and peak memory over lengths");
+  sweep->add_option("--ops", ops, "comma list of flash, attention (standard), hyena")->capture_default_str();
+  sweep->add_option("--impls", impls, "only these implementation ids (e.g. flash-cudnn,hyena-cuda)");
+  sweep->add_option("--scope", so.scope, "layer (projections included) or core (mixer alone)")->capture_default_str();
+  sweep->add_option("--lengths", lengths, "lengths: 4096, 4k, 1M, ranges 4k..1M (doubling)")->capture_default_str();
+  sweep->add_option("--batch", so.B, "batch size B")->capture_default_str();
+  sweep->add_option("--heads", so.H, "attention heads H (D = H * head-dim for both mixers)")->capture_default_str();
+  sweep->add_option("--head-dim", so.d, "head dim d")->capture_default_str();
+  sweep->add_option("--dtype", so.dtype, "auto (fp16 on GPU, fp32 on CPU), fp32, fp16, bf16")->capture_default_str();
+  sweep->add_option("--backend", so.backend, "auto, cpu or cuda")->capture_default_str();
+  sweep->add_option("--memory-limit", mem_limit, "cap device memory, e.g. 8GiB (emulates a smaller device)");
+  sweep->add_option("--memory-fraction", fraction, "cap at this fraction of the device, like set_per_process_memory_fraction");
+  sweep->add_option("--filter", filter, "hyena filter: recompute (every call, like the reference) or cached")->capture_default_str();
+  sweep->add_option("--order", so.order, "hyena order N")->capture_default_str();
+  sweep->add_option("--l-max", so.l_max, "hyena l_max (default: the longest length of the run)");
+  sweep->add_flag("--non-causal", non_causal, "attention without the causal mask");
+  sweep->add_option("--warmup", so.policy.warmup, "warm-up calls per row")->capture_default_str();
+  sweep->add_option("--min-reps", so.policy.min_reps, "timed calls per row, at least")->capture_default_str();
+  sweep->add_option("--min-seconds", so.policy.min_seconds, "timed seconds per row, at least")->capture_default_str();
+  sweep->add_option("--time-budget", budget, "seconds of measurement; longer rows are extrapolated (default: 420 on CPU, none on GPU)");
+  sweep->add_flag("--no-extrapolate", no_extrapolate, "measure every row, however long");
+  sweep->add_flag("--no-check", no_check, "skip the start-of-run correctness check");
+  sweep->add_flag("--no-report", no_report, "do not write plots and report at the end");
+  sweep->add_option("--out", so.out, "output folder")->capture_default_str();
+  sweep->add_option("--seed", so.seed, "seed of weights and inputs")->capture_default_str();
+  sweep->add_flag("--resume", so.resume, "skip rows already measured in --out");
+  sweep->add_flag("--quiet", so.quiet, "no progress on stderr");
+
+  std::string report_dir = "hyena_vs_flash_benchmark";
+  auto* report = app.add_subcommand("report", "plots, tables and report.md from a results folder");
+  report->add_option("dir", report_dir, "results folder")->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  std::string cmdline;
+  for (int i = 0; i < argc; ++i) cmdline += (i ? " " : "") + std::string(argv[i]);
+  try {
+    if (*sweep) {
+      so.command_line = cmdline;
+      so.lengths = parse_lengths(lengths);
+      so.ops.clear();
+      std::stringstream ss(ops);
+      for (std::string op; std::getline(ss, op, ',');) so.ops.push_back(op);
+      std::stringstream si(impls);
+      for (std::string im; std::getline(si, im, ',');) so.impls.push_back(im);
+      if (!mem_limit.empty()) so.memory_limit = parse_bytes(mem_limit);
+      if (sweep->count("--memory-fraction")) so.memory_fraction = fraction;
+      LONGMIX_REQUIRE(!(so.memory_limit && so.memory_fraction),
+                      "give --memory-limit or --memory-fraction, not both");
+      if (sweep->count("--time-budget")) so.time_budget_s = budget;
+      LONGMIX_REQUIRE(filter == "recompute" || filter == "cached",
+                      "--filter must be recompute or cached, got '", filter, "'");
+      so.filter_cached = filter == "cached";
+      so.causal = !non_causal;
+      so.extrapolate = !no_extrapolate;
+      so.check = !no_check;
+      LONGMIX_REQUIRE(so.policy.warmup >= 1, "--warmup must be >= 1 (the first call measures memory)");
+      LONGMIX_REQUIRE(so.policy.min_reps >= 1, "--min-reps must be >= 1");
+      std::signal(SIGINT, on_signal);
+      std::signal(SIGTERM, on_signal);
+      int rc = run_sweep(so);
+      if (!no_report && rc != 130) {
+        const int r = write_report(so.out, std::cerr);
+        if (rc == 0) rc = r;
+      }
+      return rc;
+    }
+    if (*report) return write_report(report_dir, std::cerr);
+  } catch (const InvalidArgument& e) {
+    std::cerr << "longmix: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "longmix: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,56 @@
+// A sweep over lengths and implementations: measures rows in order of length, writes each
+// row to disk as soon as it is measured, continues past OOM and errors, keeps to a time
+// budget, and fills lengths it could not measure with marked extrapolations.
+#pragma once
+#include <csignal>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/measure.h"
+
+namespace longmix {
+
+struct SweepOptions {
+  std::vector<std::string> ops = {"flash", "hyena", "attention"};
+  std::vector<std::string> impls;  // restrict to these implementation ids (empty: all)
+  std::string scope = "layer";
+  std::vector<std::int64_t> lengths;
+  std::int64_t B = 1, H = 4, d = 64;
+  std::string dtype = "auto";
+  std::string backend = "auto";
+  std::optional<std::size_t> memory_limit;
+  std::optional<double> memory_fraction;
+  bool filter_cached = false;
+  bool causal = true;
+  int order = 2;
+  std::int64_t l_max = 0;  // 0: the longest length of the run
+  RepPolicy policy;
+  std::string out = "hyena_vs_flash_benchmark";
+  std::uint64_t seed = 0;
+  bool resume = false;
+  bool quiet = false;
+  std::optional<double> time_budget_s;  // unset: CPU default, none on the GPU
+  bool extrapolate = true;
+  bool check = true;
+  std::string command_line;
+};
+
+// Default CPU budget (seconds of measurement) that keeps the main job on a 2-core machine
+// near 10 minutes, builds included.
+constexpr double kCpuDefaultBudgetS = 420;
+
+// Parses "4k,8k,131072,1M" and ranges "4k..1M" (doubling). Throws InvalidArgument.
+std::vector<std::int64_t> parse_lengths(const std::string& text);
+
+// Returns the process exit status (0: every row recorded, checks passed).
+int run_sweep(const SweepOptions& opt);
+
+// Set by SIGINT/SIGTERM: the sweep stops after the current row.
+extern volatile std::sig_atomic_t g_stop_requested;
+
+// The environment of a run (JSON object as text), shared with `report`.
+std::string environment_json(Backend& be, const SweepOptions& opt);
+
+}  // namespace longmix

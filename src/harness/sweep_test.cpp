@@ -1,0 +1,173 @@
+// The longmix program end to end on the CPU: bad input, files, resume, OOM, extrapolation.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "harness/sweep.h"
+#include "report/records.h"
+
+namespace fs = std::filesystem;
+using namespace longmix;
+
+namespace {
+
+struct CliRun {
+  int code;
+  std::string out;
+};
+
+CliRun run_cli(const std::string& args) {
+  const std::string cmd = std::string(LONGMIX_BIN) + " " + args + " 2>&1";
+  CliRun r{0, ""};
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p)) r.out += buf;
+  const int st = ::pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string tmpdir(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("longmix_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  return p.string();
+}
+
+const std::string kTiny = "--heads 2 --head-dim 32 --warmup 1 --min-reps 2 --min-seconds 0 --quiet --no-report ";
+
+}  // namespace
+
+TEST(ParseLengths, UnitsAndRanges) {
+  EXPECT_EQ(parse_lengths("4k,8k"), (std::vector<std::int64_t>{4096, 8192}));
+  EXPECT_EQ(parse_lengths("131072,1M"), (std::vector<std::int64_t>{131072, 1048576}));
+  EXPECT_EQ(parse_lengths("4k..32k"), (std::vector<std::int64_t>{4096, 8192, 16384, 32768}));
+  EXPECT_THROW(parse_lengths("0"), InvalidArgument);
+  EXPECT_THROW(parse_lengths("4q"), InvalidArgument);
+  EXPECT_THROW(parse_lengths("-4k"), InvalidArgument);
+  EXPECT_THROW(parse_lengths("8k..4k"), InvalidArgument);
+  EXPECT_THROW(parse_lengths(""), InvalidArgument);
+}
+
+TEST(Cli, BadInputGivesOneClearMessageAndKeepsResults) {
+  const std::string dir = tmpdir("bad");
+  fs::create_directories(dir);
+  { std::ofstream(dir + "/results_flash.csv") << "precious\n"; }
+  struct Case { std::string args, expect; };
+  const std::vector<Case> cases = {
+      {"sweep --ops flush --out " + dir, "unknown op 'flush'"},
+      {"sweep --lengths 0 --out " + dir, "lengths must be positive"},
+      {"sweep --lengths 4q --out " + dir, "'4q'"},
+      {"sweep --memory-limit -1 --out " + dir, "not a size in bytes: '-1'"},
+      {"sweep --memory-fraction 1.5 --out " + dir, "--memory-fraction"},
+      {"sweep --dtype fp8 --out " + dir, "--dtype"},
+      {"sweep --heads 0 --out " + dir, "--heads must be positive"},
+      {"sweep --filter sometimes --out " + dir, "--filter"},
+      {"sweep --lengths 64 --out /proc/longmix-cannot-write", "--out"},
+  };
+  for (const auto& c : cases) {
+    const CliRun r = run_cli(c.args);
+    EXPECT_NE(r.code, 0) << c.args;
+    EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.args << "\n" << r.out;
+    EXPECT_EQ(read_file(dir + "/results_flash.csv"), "precious\n") << c.args;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Cli, HelpShowsExamples) {
+  const CliRun r = run_cli("sweep --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--memory-fraction"), std::string::npos);
+  EXPECT_NE(run_cli("--help").out.find("Examples:"), std::string::npos);
+}
+
+TEST(Sweep, TinySweepWritesDocumentedFilesAndResumes) {
+  const std::string dir = tmpdir("tiny");
+  CliRun r = run_cli("sweep " + kTiny + "--backend cpu --lengths 64,128 --out " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const std::string op : {"flash", "hyena", "attention"}) {
+    const std::string text = read_file(dir + "/results_" + op + ".csv");
+    EXPECT_EQ(text.substr(0, text.find('\n') + 1), csv_header());
+    EXPECT_EQ(text.rfind("L,time_ms,mem_GB,work_GB,time_min_ms,time_max_ms,reps,status,impl,scope,"
+                         "backend,dtype,B,H,d,D,filter,extrapolated", 0), 0u);
+    const auto rows = read_csv(dir + "/results_" + op + ".csv");
+    ASSERT_EQ(rows.size(), 2u) << op;
+    for (const auto& row : rows) {
+      EXPECT_EQ(row.status, "ok");
+      EXPECT_FALSE(row.extrapolated);
+      EXPECT_GT(*row.time_ms, 0);
+      EXPECT_GT(*row.mem_GB, 0);
+      EXPECT_GE(row.reps, 2);
+    }
+  }
+  const auto j = nlohmann::json::parse(read_file(dir + "/results.json"));
+  const std::string commit = j["environment"]["git_commit"];
+  FILE* g = ::popen(("git -C '" LONGMIX_SOURCE_DIR "' rev-parse HEAD 2>/dev/null"), "r");
+  char buf[128] = {0};
+  const bool have_git = g && std::fgets(buf, sizeof buf, g);
+  if (g) ::pclose(g);
+  if (have_git) EXPECT_EQ(commit + "\n", std::string(buf));
+  EXPECT_FALSE(j["environment"]["command_line"].get<std::string>().empty());
+  EXPECT_EQ(j["rows"].size(), 6u);
+  for (const auto& c : j["checks"]) EXPECT_TRUE(c["passed"].get<bool>()) << c.dump();
+
+  // --resume keeps the finished rows untouched and measures only the new length.
+  const auto before = read_csv(dir + "/results_flash.csv");
+  r = run_cli("sweep " + kTiny + "--backend cpu --lengths 64,128,256 --resume --out " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto after = read_csv(dir + "/results_flash.csv");
+  ASSERT_EQ(after.size(), 3u);
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(*after[i].time_ms, *before[i].time_ms);
+  EXPECT_EQ(after[2].L, 256);
+
+  // A fresh run keeps the earlier results in a previous-* folder.
+  r = run_cli("sweep " + kTiny + "--backend cpu --lengths 64 --ops flash --out " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  bool kept = false;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind("previous-", 0) == 0 && fs::exists(e.path() / "results_flash.csv")) kept = true;
+  EXPECT_TRUE(kept);
+  fs::remove_all(dir);
+}
+
+TEST(Sweep, TinyMemoryLimitMakesStandardAttentionOomAndFinishesTheRest) {
+  const std::string dir = tmpdir("oom");
+  // 2 heads × 1024² × 4 B = 8 MiB of scores; flash and Hyena need far less.
+  const CliRun r = run_cli("sweep " + kTiny + "--backend cpu --lengths 256,1024 --memory-limit 6MiB --out " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto att = read_csv(dir + "/results_attention.csv");
+  ASSERT_EQ(att.size(), 2u);
+  EXPECT_EQ(att[0].status, "ok");
+  EXPECT_EQ(att[1].status, "OOM");
+  EXPECT_FALSE(att[1].time_ms.has_value());
+  EXPECT_NE(att[1].note.find("cap"), std::string::npos);
+  const std::string text = read_file(dir + "/results_attention.csv");
+  EXPECT_NE(text.find("\n1024,,OOM,"), std::string::npos) << text;
+  for (const std::string op : {"flash", "hyena"})
+    for (const auto& row : read_csv(dir + "/results_" + op + ".csv")) EXPECT_EQ(row.status, "ok") << op;
+  fs::remove_all(dir);
+}
+
+TEST(Sweep, RowsPastTheTimeBudgetAreExtrapolatedAndMarked) {
+  const std::string dir = tmpdir("extra");
+  const CliRun r = run_cli("sweep " + kTiny + "--backend cpu --ops flash,attention --lengths 256,512,32k,64k "
+                        "--time-budget 3 --memory-limit 1GiB --out " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto fl = read_csv(dir + "/results_flash.csv");
+  ASSERT_EQ(fl.size(), 4u);
+  EXPECT_FALSE(fl[0].extrapolated);
+  EXPECT_FALSE(fl[1].extrapolated);
+  EXPECT_TRUE(fl[3].extrapolated);
+  EXPECT_NE(fl[3].note.find("extrapolated"), std::string::npos);
+  EXPECT_GT(*fl[3].time_ms, *fl[1].time_ms * 1000);  // ~L² growth
+  // Standard attention's predicted memory at 64k (2 × 64k² × 4 B = 32 GiB) passes the 1 GiB cap.
+  const auto at = read_csv(dir + "/results_attention.csv");
+  ASSERT_EQ(at.size(), 4u);
+  EXPECT_TRUE(at[3].extrapolated);
+  EXPECT_EQ(at[3].status, "OOM");
+  EXPECT_NE(at[3].note.find("predicted peak"), std::string::npos);
+  fs::remove_all(dir);
+}

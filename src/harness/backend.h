@@ -39,6 +39,9 @@ struct Problem {
   HyenaWeights hyena;          // hyena (both scopes)
   static Problem make(const Workload& w);
   std::size_t output_size() const;
+  // Rounds what the backend stores in `dtype` (inputs, projection weights) so a float64
+  // reference of the rounded problem measures the kernels' error, not the input rounding.
+  void round_to(const std::string& dtype);
 };
 
 // float64 reference output of a problem (direct sums; O(L²) work: small shapes only).
@@ -71,6 +74,12 @@ class Backend {
   virtual std::string default_dtype() const = 0;
   // Releases cached memory back to the device (between rows).
   virtual void release_cached() {}
+  // Fill every output with NaN before an op writes it (tests: unwritten elements show).
+  virtual void set_poison_outputs(bool) {}
+  // Measured device ceilings for the report: name -> value (e.g. ceiling_matmul_tflops).
+  virtual std::vector<std::pair<std::string, double>> measure_ceilings() { return {}; }
+  // Bytes the backend's allocator obtained from the device (GPU caching), 0 when none.
+  virtual std::size_t reserved_bytes() const { return 0; }
   // Key/value facts for the environment file (versions, device model).
   virtual std::vector<std::pair<std::string, std::string>> environment() const = 0;
 };

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -151,6 +152,14 @@ class CpuBackend final : public Backend {
     return static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   }
   std::string default_dtype() const override { return "fp32"; }
+  std::vector<std::pair<std::string, double>> measure_ceilings() override {
+    const std::int64_t n = 1024;
+    std::vector<float> A(n * n, 0.5f), B(n * n, 0.25f), C(n * n);
+    double best = 1e30;
+    for (int i = 0; i < 4; ++i)
+      best = std::min(best, time_call([&] { sgemm(false, false, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n); }));
+    return {{"ceiling_matmul_tflops", 2.0 * n * n * n / best / 1e12}};
+  }
   std::vector<std::pair<std::string, std::string>> environment() const override {
     return {{"cpu", cpu_model()},
             {"cpu_threads", std::to_string(omp_get_max_threads())},

@@ -56,6 +56,7 @@ Row measure_row(Backend& be, const std::string& impl, const Workload& w, const R
     r.mem_GB = peak / kGiB;
     r.work_GB = (peak - before) / kGiB;
     if (const std::size_t used = be.device_used_bytes()) r.device_GB = used / kGiB;
+    if (const std::size_t res = be.reserved_bytes()) r.reserved_GB = res / kGiB;
     const auto out = runner->output();
     const auto bad = std::count_if(out.begin(), out.end(), [](float x) { return !std::isfinite(x); });
     if (bad) {
@@ -116,9 +117,12 @@ CheckResult check_impl(Backend& be, const std::string& impl, const Workload& w) 
     return c;
   }
   try {
-    const Problem p = Problem::make(w);
+    Problem p = Problem::make(w);
+    p.round_to(w.dtype);
+    be.set_poison_outputs(true);
     auto runner = be.make(impl, p);
     runner->forward();
+    be.set_poison_outputs(false);
     be.synchronize();
     const auto out = runner->output();
     const auto ref = reference_output(p);

@@ -1,6 +1,7 @@
 // Workload descriptions, problem generation and the float64 references used by the
 // start-of-run correctness check.
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "common/rng.h"
@@ -52,6 +53,30 @@ Problem Problem::make(const Workload& w) {
     }
   }
   return p;
+}
+
+namespace {
+float round_bf16(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u) return x;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+void round_vec(std::vector<float>& v, const std::string& dtype) {
+  if (dtype == "fp16")
+    for (auto& x : v) x = static_cast<float>(static_cast<_Float16>(x));
+  else if (dtype == "bf16")
+    for (auto& x : v) x = round_bf16(x);
+}
+}  // namespace
+
+void Problem::round_to(const std::string& dtype) {
+  for (auto* v : {&x, &q, &k, &v, &attn.Wqkv_weight, &attn.out_proj_weight, &hyena.in_proj_weight,
+                  &hyena.out_proj_weight})
+    round_vec(*v, dtype);
 }
 
 std::size_t Problem::output_size() const { return static_cast<std::size_t>(w.B * w.L * w.D()); }

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "git_commit.h"
 #include "report/fit.h"
 
 #ifndef LONGMIX_SOURCE_DIR
@@ -109,7 +110,8 @@ json row_json(const Row& r) {
               {"backend", r.backend}, {"dtype", r.dtype},          {"B", r.B},
               {"H", r.H},           {"d", r.d},                    {"D", r.D},
               {"filter", r.filter}, {"extrapolated", r.extrapolated},
-              {"setup_ms", opt(r.setup_ms)}, {"device_GB", opt(r.device_GB)}, {"note", r.note}};
+              {"setup_ms", opt(r.setup_ms)}, {"device_GB", opt(r.device_GB)},
+              {"reserved_GB", opt(r.reserved_GB)}, {"note", r.note}};
 }
 
 class ResultStore {
@@ -164,10 +166,16 @@ std::string environment_json(Backend& be, const SweepOptions& opt) {
   for (auto& [k, v] : be.environment()) env[k] = v;
   const std::string src = LONGMIX_SOURCE_DIR;
   std::string commit = run_command("git -C '" + src + "' rev-parse HEAD 2>/dev/null");
-  if (commit.empty()) commit = "unknown";
-  const std::string dirty = run_command("git -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null");
-  env["git_commit"] = commit;
-  env["git_dirty"] = !dirty.empty();
+  if (commit.size() == 40) {
+    const std::string dirty = run_command("git -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null");
+    env["git_commit"] = commit;
+    env["git_dirty"] = !dirty.empty();
+    env["git_commit_from"] = "source tree at run time";
+  } else {  // a binary carried away from its repository: the commit it was built from
+    env["git_commit"] = LONGMIX_BUILD_COMMIT;
+    env["git_dirty"] = LONGMIX_BUILD_DIRTY;
+    env["git_commit_from"] = "build time";
+  }
   env["compiler"] = std::string(
 #if defined(__clang__)
       "clang "
@@ -189,6 +197,7 @@ std::string environment_json(Backend& be, const SweepOptions& opt) {
                                 "before the call (work_GB)"}};
   if (const auto cap = be.allocator().cap()) env["memory_cap_bytes"] = *cap;
   env["device_total_bytes"] = be.device_total_bytes();
+  for (const auto& [k, v] : opt.ceilings) env[k] = v;
   return env.dump();
 }
 
@@ -302,7 +311,11 @@ int run_sweep(const SweepOptions& opt) {
   LONGMIX_REQUIRE(!plan.empty(), "no implementation on backend ", be->name(),
                   " matches --ops/--impls");
 
-  ResultStore store(opt.out, json::parse(environment_json(*be, opt)));
+  SweepOptions with_ceilings = opt;
+  with_ceilings.ceilings = be->measure_ceilings();
+  for (const auto& [k, v] : with_ceilings.ceilings)
+    std::cerr << "longmix: measured " << k << " = " << v << "\n";
+  ResultStore store(opt.out, json::parse(environment_json(*be, with_ceilings)));
   for (auto& r : resumed) store.rows().push_back(r);
 
   // --- correctness at a small shape ---------------------------------------------------------------
@@ -338,7 +351,6 @@ int run_sweep(const SweepOptions& opt) {
   std::set<std::string> deferred;  // impl|L left to extrapolation
   const std::size_t total = opt.lengths.size() * plan.size();
   std::size_t done = 0;
-  double predicted_left = 0;
   for (std::int64_t L : opt.lengths) {
     for (const auto& [op, impl] : plan) {
       ++done;
@@ -375,7 +387,6 @@ int run_sweep(const SweepOptions& opt) {
       Row r = measure_row(*be, impl, w, opt.policy);
       if (r.status == "ok") pts.push_back({double(L), *r.time_ms / 1e3});
       store.add(r);
-      predicted_left = 0;
       if (!opt.quiet) {
         char buf[512];
         if (r.status == "ok")

@@ -35,6 +35,7 @@ struct SweepOptions {
   bool extrapolate = true;
   bool check = true;
   std::string command_line;
+  std::vector<std::pair<std::string, double>> ceilings;  // filled by the sweep
 };
 
 // Default CPU budget (seconds of measurement) that keeps the main job on a 2-core machine

@@ -15,7 +15,7 @@ const std::vector<std::string> kCsvColumns = {
     "L",      "time_ms", "mem_GB", "work_GB", "time_min_ms", "time_max_ms", "reps",
     "status", "impl",    "scope",  "backend", "dtype",       "B",           "H",
     "d",      "D",       "filter", "extrapolated", "op",     "setup_ms",    "device_GB",
-    "note"};
+    "reserved_GB", "note"};
 
 std::string Row::key() const {
   std::ostringstream os;
@@ -119,7 +119,7 @@ std::string csv_line(const Row& r) {
      << r.reps << ',' << r.status << ',' << quote(r.impl) << ',' << r.scope << ',' << r.backend
      << ',' << r.dtype << ',' << r.B << ',' << r.H << ',' << r.d << ',' << r.D << ',' << r.filter
      << ',' << (r.extrapolated ? 1 : 0) << ',' << r.op << ',' << num(r.setup_ms) << ','
-     << num(r.device_GB) << ',' << quote(r.note) << '\n';
+     << num(r.device_GB) << ',' << num(r.reserved_GB) << ',' << quote(r.note) << '\n';
   return os.str();
 }
 
@@ -176,6 +176,7 @@ std::vector<Row> parse_csv(const std::string& text, const std::string& path) {
     r.op = get("op");
     r.setup_ms = parse_num(get("setup_ms"), "setup_ms", path, lineno);
     r.device_GB = parse_num(get("device_GB"), "device_GB", path, lineno);
+    r.reserved_GB = parse_num(get("reserved_GB"), "reserved_GB", path, lineno);
     r.note = get("note");
     if (r.status != "ok" && r.status != "OOM" && r.status != "error" && r.status != "skipped")
       fail(path, lineno, "column status: unknown value '" + r.status + "'");

@@ -25,6 +25,7 @@ struct Row {
   std::string op;               // flash | attention | hyena
   std::optional<double> setup_ms;
   std::optional<double> device_GB;  // device-level use seen by the driver (cudaMemGetInfo), GPU only
+  std::optional<double> reserved_GB;  // bytes the caching allocator took from the device
   std::string note;
 
   // Rows measuring the same thing (used by --resume and the report).

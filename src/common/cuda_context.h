@@ -1,0 +1,35 @@
+// What every GPU op runs with: one stream, the library handles bound to it, the allocator.
+#pragma once
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "memory/allocator.h"
+
+namespace longmix {
+
+enum class DType { kF32, kF16, kBF16 };
+DType parse_dtype(const std::string& s);
+std::size_t dtype_size(DType t);
+
+struct CudaContext {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  Allocator* alloc = nullptr;
+};
+
+// Y (M, N) = X (M, K) · W (N, K)ᵀ (+ bias (N), fp32) in dtype t with fp32 accumulation.
+void linear_cuda(DType t, std::int64_t M, std::int64_t N, std::int64_t K, const void* X, const void* W,
+                 const float* bias, void* Y, CudaContext& ctx);
+// y[i, j] += bias[j] for a (rows, cols) matrix of dtype t.
+void add_bias_cuda(DType t, std::int64_t rows, std::int64_t cols, void* y, const float* bias,
+                   cudaStream_t s);
+// dst (n, dtype t) = src (n, float).
+void convert_from_float_cuda(DType t, const float* src, void* dst, std::size_t n, cudaStream_t s);
+// dst (n, float) = src (n, dtype t).
+void convert_to_float_cuda(DType t, const void* src, float* dst, std::size_t n, cudaStream_t s);
+// Fills n elements of dtype t with NaN (poisons outputs before a test).
+void fill_nan_cuda(DType t, void* p, std::size_t n, cudaStream_t s);
+
+}  // namespace longmix

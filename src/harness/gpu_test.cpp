@@ -1,0 +1,140 @@
+// GPU ops against the float64 reference (ctest label gpu). Without a usable GPU every test
+// says "skipped: no GPU" and is counted as skipped.
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "common/compare.h"
+#include "harness/backend.h"
+#include "harness/measure.h"
+
+using namespace longmix;
+
+namespace {
+
+Backend* gpu(std::string* why) {
+  static std::string reason;
+  static std::unique_ptr<Backend> be = make_cuda_backend(&reason);
+  *why = reason;
+  return be.get();
+}
+
+#define REQUIRE_GPU(be)                                          \
+  std::string why_;                                              \
+  Backend* be = gpu(&why_);                                      \
+  if (!be) GTEST_SKIP() << "skipped: no GPU (" << why_ << ")"
+
+double tolerance(const std::string& op, const std::string& dtype) {
+  const double fp16 = op == "hyena" ? 5e-3 : 2e-3;
+  return dtype == "fp16" ? fp16 : 8 * fp16;  // bf16 keeps 3 fewer mantissa bits
+}
+
+void expect_matches(Backend& be, const std::string& impl, Workload w) {
+  Problem p = Problem::make(w);
+  p.round_to(w.dtype);  // the float64 reference sees the inputs the GPU stores
+  const auto ref = reference_output(p);
+  be.set_poison_outputs(true);  // unwritten outputs stay NaN and fail
+  auto runner = be.make(impl, p);
+  runner->forward();
+  be.synchronize();
+  const auto out = runner->output();
+  be.set_poison_outputs(false);
+  const auto c = compare(out, ref);
+  EXPECT_EQ(c.nonfinite, 0u) << impl << " " << w.describe();
+  EXPECT_LE(c.rel_l2, tolerance(w.op, w.dtype)) << impl << " " << w.describe() << ": " << c.summary();
+  runner.reset();
+  be.release_cached();
+}
+
+using AttnShape = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, bool, std::string>;
+class GpuAttention : public ::testing::TestWithParam<AttnShape> {};
+
+TEST_P(GpuAttention, MatchesFloat64Reference) {
+  REQUIRE_GPU(be);
+  auto [impl, L, d, H, causal, dtype] = GetParam();
+  for (const std::string scope : {"core", "layer"}) {
+    Workload w;
+    w.op = impl == "flash-cudnn" ? "flash" : "attention";
+    w.scope = scope;
+    w.B = scope == "layer" ? 2 : 1;
+    w.L = L; w.d = d; w.H = H; w.causal = causal; w.dtype = dtype; w.seed = 3;
+    const std::string why = be->unsupported(impl, w);
+    ASSERT_TRUE(why.empty()) << why;
+    expect_matches(*be, impl, w);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ragged, GpuAttention,
+    ::testing::Combine(::testing::Values("flash-cudnn", "attention-cuda"), ::testing::Values(1, 77, 256, 513),
+                       ::testing::Values(64, 128), ::testing::Values(1, 4), ::testing::Bool(),
+                       ::testing::Values("fp16", "bf16")));
+
+using HyenaShape = std::tuple<std::int64_t, std::int64_t, int, bool, std::string>;
+class GpuHyena : public ::testing::TestWithParam<HyenaShape> {};
+
+TEST_P(GpuHyena, MatchesFloat64Reference) {
+  REQUIRE_GPU(be);
+  auto [L, D, order, cached, dtype] = GetParam();
+  for (const std::string scope : {"layer", "core"}) {
+    Workload w;
+    w.op = "hyena"; w.scope = scope; w.B = 2; w.L = L; w.H = D / 64; w.d = 64; w.order = order;
+    w.filter_cached = cached; w.dtype = dtype; w.l_max = std::max<std::int64_t>(L, 1024); w.seed = 5;
+    expect_matches(*be, "hyena-cuda", w);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ragged, GpuHyena,
+    ::testing::Combine(::testing::Values(1, 77, 300, 1000), ::testing::Values(64, 256), ::testing::Values(2, 3),
+                       ::testing::Bool(), ::testing::Values("fp16", "bf16")));
+
+TEST(GpuMemory, CapMakesStandardAttentionOomAndTheAllocatorRecovers) {
+  REQUIRE_GPU(be);
+  Workload w;
+  w.op = "attention"; w.scope = "core"; w.L = 16384; w.dtype = "fp16";
+  const std::size_t held = be->allocator().current();
+  be->allocator().set_cap(held + (256ull << 20));  // 256 MiB: scores need 4·16k²·2 B = 2 GiB
+  const Row r = measure_row(*be, "attention-cuda", w, RepPolicy{1, 1, 0, 1});
+  be->allocator().set_cap(std::nullopt);
+  EXPECT_EQ(r.status, "OOM") << r.note;
+  EXPECT_EQ(be->allocator().current(), held);
+  Workload f = w;
+  f.op = "flash";
+  be->allocator().set_cap(held + (256ull << 20));
+  const Row rf = measure_row(*be, "flash-cudnn", f, RepPolicy{1, 1, 0, 1});
+  be->allocator().set_cap(std::nullopt);
+  EXPECT_EQ(rf.status, "ok") << rf.note;
+}
+
+// Every byte the libraries use on the device comes from the project's allocator: the driver's
+// count of used memory grows by what the allocator reserved, within a few MB.
+TEST(GpuMemory, DriverSeesWhatTheAllocatorReserved) {
+  REQUIRE_GPU(be);
+  for (const std::string impl : {"hyena-cuda", "flash-cudnn", "attention-cuda"}) {
+    Workload w;
+    w.op = impl == "hyena-cuda" ? "hyena" : impl == "flash-cudnn" ? "flash" : "attention";
+    w.L = 32768; w.l_max = 32768; w.dtype = "fp16";
+    be->release_cached();
+    const Row r = measure_row(*be, impl, w, RepPolicy{1, 1, 0, 1});
+    ASSERT_EQ(r.status, "ok") << impl << ": " << r.note;
+    ASSERT_TRUE(r.device_GB && r.reserved_GB);
+    EXPECT_NEAR(*r.device_GB, *r.reserved_GB, 64.0 / 1024) << impl << " (GiB)";
+    EXPECT_GE(*r.reserved_GB + 1e-9, *r.mem_GB - *r.work_GB) << impl;
+  }
+}
+
+TEST(GpuBadInput, UnsupportedHeadDimIsAClearMessage) {
+  REQUIRE_GPU(be);
+  Workload w;
+  w.op = "flash"; w.d = 96; w.dtype = "fp16";
+  EXPECT_NE(be->unsupported("flash-cudnn", w).find("head dims 64 and 128"), std::string::npos);
+  w.dtype = "fp32";
+  EXPECT_NE(be->unsupported("hyena-cuda", w).find("fp16 or bf16"), std::string::npos);
+}
+
+TEST(GpuAvailability, ReasonIsGivenWithoutAGpu) {
+  std::string why;
+  if (gpu(&why)) GTEST_SKIP() << "a GPU is present";
+  EXPECT_FALSE(why.empty());
+}
+
+}  // namespace

@@ -14,29 +14,19 @@ namespace longmix {
 
 namespace {
 constexpr int kTile = 32;
-constexpr int kMaxLinear = 8;
-constexpr int kMaxF = 64;
-constexpr int kMaxE = 7;
 
-// Short conv + split + first gate. Grid (ceil(2L/32), ceil(D/32), B), block (32, 8).
-// z: (B, L, C) storage dtype; upad: (B, D, P) fp32, v ⊙ x_{N-1} for t < L, 0 for L <= t < 2L;
-// gates: (N-1, B, D, L) storage dtype, x_0 .. x_{N-2}.
+// Short conv + split + first gate. Grid (ceil(L/32), ceil(D/32), B), block (32, 8).
+// z: (B, L, C) storage dtype; upad: (B, D, R) fp32 rows (R = 2L), v ⊙ x_{N-1} for t < L (the
+// zero tail [L, 2L) is written by cudaMemset2DAsync); gates: (N-1, B, D, L), x_0 .. x_{N-2}.
 template <typename T>
 __global__ void short_conv_split_kernel(const T* __restrict__ z, const float* __restrict__ b_in,
                                         const float* __restrict__ w, const float* __restrict__ bs,
                                         int K, std::int64_t L, std::int64_t D, int N,
-                                        float* __restrict__ upad, T* __restrict__ gates, std::int64_t P) {
+                                        float* __restrict__ upad, T* __restrict__ gates, std::int64_t R) {
   __shared__ float tile[kTile + 8][kTile + 1];
   const std::int64_t t0 = std::int64_t(blockIdx.x) * kTile, c0 = std::int64_t(blockIdx.y) * kTile;
   const std::int64_t b = blockIdx.z, C = (N + 1) * D;
   const int tx = threadIdx.x, ty = threadIdx.y;
-  if (t0 >= L) {  // zero padding of the FFT input
-    for (int cc = ty; cc < kTile; cc += 8) {
-      const std::int64_t c = c0 + cc, t = t0 + tx;
-      if (c < D && t < 2 * L) upad[(b * D + c) * P + t] = 0.0f;
-    }
-    return;
-  }
   auto load = [&](int g) {
     __syncthreads();
     for (int r = ty; r < kTile + K - 1; r += 8) {
@@ -63,8 +53,7 @@ __global__ void short_conv_split_kernel(const T* __restrict__ z, const float* __
   load(N - 1);
   for (int j = 0; j < kTile / 8; ++j) {
     const std::int64_t c = c0 + ty + 8 * j;
-    if (c < D && t < L) upad[(b * D + c) * P + t] = v[j] * conv(N - 1, ty + 8 * j);
-    else if (c < D && t < 2 * L) upad[(b * D + c) * P + t] = 0.0f;
+    if (c < D && t < L) upad[(b * D + c) * R + t] = v[j] * conv(N - 1, ty + 8 * j);
   }
   for (int g = 0; g < N - 1; ++g) {
     load(g);
@@ -76,68 +65,40 @@ __global__ void short_conv_split_kernel(const T* __restrict__ z, const float* __
   }
 }
 
-struct FilterArgs {
-  const float* z;  // (l_max, E)
-  const float* t;  // (l_max)
-  const float* W[kMaxLinear];
-  const float* b[kMaxLinear];
-  int n_linear, E, F;
-  const float* freq;
-  const float* deltas;
-  float shift;
-  std::int64_t L, Dh, P;
-  float* out;  // (Dh, P): h_c(t) for t < L, 0 for L <= t < 2L
-};
+// Filter MLP layer 0: act (L, F) = sin(freq ⊙ (z (L, E) · W0ᵀ + b0)).
+__global__ void filter_first_kernel(const float* __restrict__ z, const float* __restrict__ W0,
+                                    const float* __restrict__ b0, const float* __restrict__ freq,
+                                    int E, int F, std::int64_t L, float* __restrict__ act) {
+  const std::int64_t n = L * F;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t t = i / F;
+    const int f = int(i - t * F);
+    float acc = b0[f];
+    for (int e = 0; e < E; ++e) acc += W0[f * E + e] * z[t * E + e];
+    act[i] = sinf(freq[f] * acc);
+  }
+}
 
-// The implicit filter for 32 positions per block: Linear(E,F), Sin, inner (Linear(F,F), Sin)...,
-// Linear(F, Dh) without bias, times exp(-t|δ|) + shift. Block 256 threads.
-__global__ void filter_kernel(FilterArgs a) {
-  __shared__ float act[2][kTile][kMaxF + 1];
-  __shared__ float Ws[kMaxF][kMaxF + 1];
-  const std::int64_t t0 = std::int64_t(blockIdx.x) * kTile;
-  const int tid = threadIdx.x;
-  const int F = a.F;
-  if (t0 >= a.L) {
-    for (std::int64_t i = tid; i < std::int64_t(kTile) * a.Dh; i += blockDim.x) {
-      const std::int64_t c = i / kTile, t = t0 + i % kTile;
-      if (t < 2 * a.L) a.out[c * a.P + t] = 0.0f;
-    }
-    return;
+// act (L, F) = sin(freq ⊙ (act + b)) after a cuBLAS product.
+__global__ void bias_sin_kernel(float* __restrict__ act, const float* __restrict__ bias,
+                                const float* __restrict__ freq, int F, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const int f = int(i % F);
+    act[i] = sinf(freq[f] * (act[i] + bias[f]));
   }
-  for (int i = tid; i < kTile * F; i += blockDim.x) {
-    const int p = i / F, f = i % F;
-    const std::int64_t t = t0 + p;
-    float acc = 0.0f;
-    if (t < a.L) {
-      acc = a.b[0][f];
-      for (int e = 0; e < a.E; ++e) acc += a.W[0][f * a.E + e] * a.z[t * a.E + e];
-    }
-    act[0][p][f] = sinf(a.freq[f] * acc);
-  }
-  int cur = 0;
-  for (int l = 1; l < a.n_linear - 1; ++l) {
-    __syncthreads();
-    for (int i = tid; i < F * F; i += blockDim.x) Ws[i % F][i / F] = a.W[l][i];  // Ws[k][f] = W[f][k]
-    __syncthreads();
-    for (int i = tid; i < kTile * F; i += blockDim.x) {
-      const int p = i / F, f = i % F;
-      float acc = a.b[l][f];
-      for (int k = 0; k < F; ++k) acc += Ws[k][f] * act[cur][p][k];
-      act[cur ^ 1][p][f] = sinf(a.freq[f] * acc);
-    }
-    cur ^= 1;
-  }
-  __syncthreads();
-  const float* Wl = a.W[a.n_linear - 1];
-  const int p = tid % kTile;
-  const std::int64_t t = t0 + p;
-  const float tt = t < a.L ? a.t[t] : 0.0f;
-  for (std::int64_t c = tid / kTile; c < a.Dh; c += blockDim.x / kTile) {
-    float acc = 0.0f;
-    for (int k = 0; k < F; ++k) acc += Wl[c * F + k] * act[cur][p][k];
-    const float mod = __expf(-tt * fabsf(a.deltas[c])) + a.shift;
-    if (t < a.L) a.out[c * a.P + t] = acc * mod;
-    else if (t < 2 * a.L) a.out[c * a.P + t] = 0.0f;
+}
+
+// h (Dh, R): h[c, t] *= exp(-t_t |δ_c|) + shift for t < L (the tail is zeroed apart).
+__global__ void modulation_kernel(float* __restrict__ h, const float* __restrict__ tgrid,
+                                  const float* __restrict__ deltas, float shift, std::int64_t L,
+                                  std::int64_t Dh, std::int64_t R) {
+  const std::int64_t n = Dh * L;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t c = i / L, t = i - c * L;
+    h[c * R + t] *= __expf(-tgrid[t] * fabsf(deltas[c])) + shift;
   }
 }
 
@@ -160,25 +121,24 @@ __global__ void spectral_kernel(float2* __restrict__ U, const float2* __restrict
 // Order > 2: v = y ⊙ gate for t < L, zero padding for L <= t < 2L (C2R wrote the tail).
 template <typename T>
 __global__ void regate_kernel(float* __restrict__ upad, const T* __restrict__ gate, std::int64_t rows,
-                              std::int64_t L, std::int64_t P) {
+                              std::int64_t L) {
   const std::int64_t n = rows * 2 * L;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t row = i / (2 * L), t = i - row * 2 * L;
-    float* p = upad + row * P + t;
-    *p = t < L ? *p * to_float(gate[row * L + t]) : 0.0f;
+    upad[i] = t < L ? upad[i] * to_float(gate[row * L + t]) : 0.0f;
   }
 }
 
-// yg (B, L, D) = transpose of y (B, D, P) ⊙ x0 (B, D, L). Grid (ceil(L/32), ceil(D/32), B).
+// yg (B, L, D) = transpose of y (B, D, R) ⊙ x0 (B, D, L). Grid (ceil(L/32), ceil(D/32), B).
 template <typename T>
 __global__ void gate_transpose_kernel(const float* __restrict__ y, const T* __restrict__ x0, T* __restrict__ yg,
-                                      std::int64_t L, std::int64_t D, std::int64_t P) {
+                                      std::int64_t L, std::int64_t D, std::int64_t R) {
   __shared__ float tile[kTile][kTile + 1];
   const std::int64_t t0 = std::int64_t(blockIdx.x) * kTile, c0 = std::int64_t(blockIdx.y) * kTile, b = blockIdx.z;
   for (int cc = threadIdx.y; cc < kTile; cc += blockDim.y) {
     const std::int64_t c = c0 + cc, t = t0 + threadIdx.x;
-    if (c < D && t < L) tile[cc][threadIdx.x] = y[(b * D + c) * P + t] * to_float(x0[(b * D + c) * L + t]);
+    if (c < D && t < L) tile[cc][threadIdx.x] = y[(b * D + c) * R + t] * to_float(x0[(b * D + c) * L + t]);
   }
   __syncthreads();
   for (int tt = threadIdx.y; tt < kTile; tt += blockDim.y) {
@@ -189,6 +149,7 @@ __global__ void gate_transpose_kernel(const float* __restrict__ y, const T* __re
 
 unsigned grid1d(std::int64_t n) { return static_cast<unsigned>(std::min<std::int64_t>((n + 255) / 256, 132 * 32)); }
 
+// Out of place, contiguous rows: real rows of n floats (16-byte aligned), complex rows of n/2+1.
 struct FftPlan {
   cufftHandle h = 0;
   std::size_t work = 0;
@@ -196,7 +157,7 @@ struct FftPlan {
     CUFFT_CHECK(cufftCreate(&h));
     CUFFT_CHECK(cufftSetAutoAllocation(h, 0));
     long long nn[1] = {n};
-    long long real_embed[1] = {2 * (n / 2 + 1)}, cplx_embed[1] = {n / 2 + 1};
+    long long real_embed[1] = {n}, cplx_embed[1] = {n / 2 + 1};
     const bool r2c = type == CUFFT_R2C;
     CUFFT_CHECK(cufftMakePlanMany64(h, 1, nn, r2c ? real_embed : cplx_embed, 1, r2c ? real_embed[0] : cplx_embed[0],
                                     r2c ? cplx_embed : real_embed, 1, r2c ? cplx_embed[0] : real_embed[0], type,
@@ -227,10 +188,8 @@ Buffer<char> upload(Allocator& a, const std::vector<float>& v, DType t, cudaStre
 
 std::string hyena_cuda_unsupported(const HyenaConfig& cfg, DType t) {
   if (t == DType::kF32) return "hyena-cuda stores fp16 or bf16";
-  if (cfg.filter_order > kMaxF) return "hyena-cuda: filter_order " + std::to_string(cfg.filter_order) + " > 64";
-  if (cfg.emb_dim > kMaxE) return "hyena-cuda: emb_dim " + std::to_string(cfg.emb_dim) + " > 7";
-  if (cfg.num_linear() > kMaxLinear) return "hyena-cuda: more than 6 inner MLP layers";
-  if (cfg.short_filter_order > 9) return "hyena-cuda: short filter longer than 9";
+  if (cfg.short_filter_order > 9)
+    return "hyena-cuda: short filter of length " + std::to_string(cfg.short_filter_order) + " (supported: up to 9)";
   return {};
 }
 
@@ -242,7 +201,7 @@ std::string cufft_version_string() {
 
 struct HyenaCudaPlan::Impl {
   HyenaConfig cfg;
-  std::int64_t B, L, P, nc;
+  std::int64_t B, L, R, nc;  // R = 2L: fp32 rows of the zero-padded signals; nc = L + 1
   DType t;
   bool cached;
   CudaContext ctx;
@@ -254,35 +213,41 @@ struct HyenaCudaPlan::Impl {
 
   const float* f(const Buffer<char>& b) const { return reinterpret_cast<const float*>(b.data()); }
 
-  FilterArgs filter_args(float* out) const {
-    FilterArgs a{};
-    a.z = f(pz);
-    a.t = f(pt);
-    a.n_linear = cfg.num_linear();
-    for (int i = 0; i < a.n_linear; ++i) {
-      a.W[i] = f(mlp_w[i]);
-      a.b[i] = mlp_b[i].size() ? f(mlp_b[i]) : nullptr;
-    }
-    a.E = cfg.emb_dim;
-    a.F = cfg.filter_order;
-    a.freq = f(freq);
-    a.deltas = f(deltas);
-    a.shift = cfg.shift;
-    a.L = L;
-    a.Dh = cfg.Dh();
-    a.P = P;
-    a.out = out;
-    return a;
+  // Zeroes columns [L, 2L) of `rows` rows of R floats.
+  void zero_tail(float* x, std::int64_t rows) {
+    CUDA_CHECK(cudaMemset2DAsync(x + L, R * sizeof(float), 0, (R - L) * sizeof(float), rows, ctx.stream));
   }
 
-  // Filter spectra (Dh, nc), unscaled, into a buffer of Dh·P floats (in place).
-  Buffer<float> filter_spectrum(Buffer<char>& work) {
-    Buffer<float> h(*ctx.alloc, static_cast<std::size_t>(cfg.Dh() * P));
-    filter_kernel<<<unsigned((2 * L + kTile - 1) / kTile), 256, 0, ctx.stream>>>(filter_args(h.data()));
+  // The implicit filter's spectrum (Dh, nc), unscaled. MLP through cuBLAS fp32 products.
+  Buffer<float2> filter_spectrum(Buffer<char>& work) {
+    Allocator& a = *ctx.alloc;
+    const std::int64_t F = cfg.filter_order, Dh = cfg.Dh();
+    const int nl = cfg.num_linear();
+    Buffer<float> h(a, static_cast<std::size_t>(Dh * R));  // (Dh, R)
+    {
+      Buffer<float> act(a, static_cast<std::size_t>(L * F)), nxt(a, static_cast<std::size_t>(L * F));  // (L, F)
+      filter_first_kernel<<<grid1d(L * F), 256, 0, ctx.stream>>>(f(pz), f(mlp_w[0]), f(mlp_b[0]), f(freq),
+                                                                 cfg.emb_dim, int(F), L, act.data());
+      CUDA_CHECK_LAUNCH();
+      const float one = 1.0f, zero = 0.0f;
+      for (int l = 1; l < nl - 1; ++l) {  // column-major nxtᵀ (F, L) = W_l · actᵀ
+        CUBLAS_CHECK(cublasSgemm(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(F), int(L), int(F), &one, f(mlp_w[l]),
+                                 int(F), act.data(), int(F), &zero, nxt.data(), int(F)));
+        bias_sin_kernel<<<grid1d(L * F), 256, 0, ctx.stream>>>(nxt.data(), f(mlp_b[l]), f(freq), int(F), L * F);
+        CUDA_CHECK_LAUNCH();
+        std::swap(act, nxt);
+      }
+      // Column-major (L, Dh) with ld R = act (L, F) · W_lastᵀ: row-major h (Dh, R).
+      CUBLAS_CHECK(cublasSgemm(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(L), int(Dh), int(F), &one, act.data(),
+                               int(F), f(mlp_w[nl - 1]), int(F), &zero, h.data(), int(R)));
+    }
+    modulation_kernel<<<grid1d(Dh * L), 256, 0, ctx.stream>>>(h.data(), f(pt), f(deltas), cfg.shift, L, Dh, R);
     CUDA_CHECK_LAUNCH();
+    zero_tail(h.data(), Dh);
+    Buffer<float2> Hf(a, static_cast<std::size_t>(Dh * nc));
     CUFFT_CHECK(cufftSetWorkArea(plan_h->h, work.data()));
-    CUFFT_CHECK(cufftExecR2C(plan_h->h, h.data(), reinterpret_cast<cufftComplex*>(h.data())));
-    return h;
+    CUFFT_CHECK(cufftExecR2C(plan_h->h, h.data(), reinterpret_cast<cufftComplex*>(Hf.data())));
+    return Hf;
   }
 
   std::size_t work_bytes() const {
@@ -293,39 +258,42 @@ struct HyenaCudaPlan::Impl {
   void run_core(const T* z, const float* bias_in, T* yg, Buffer<char>* z_owner) {
     const std::int64_t D = cfg.D, N = cfg.order;
     Allocator& a = *ctx.alloc;
-    Buffer<float> upad(a, static_cast<std::size_t>(B * D * P));                    // (B, D, P)
+    Buffer<float> upad(a, static_cast<std::size_t>(B * D * R));                    // (B, D, 2L)
     Buffer<T> gates(a, static_cast<std::size_t>((N - 1) * B * D * L));             // (N-1, B, D, L)
-    const dim3 blk(kTile, 8), grid(unsigned((2 * L + kTile - 1) / kTile), unsigned((D + kTile - 1) / kTile), unsigned(B));
+    const dim3 blk(kTile, 8), grid(unsigned((L + kTile - 1) / kTile), unsigned((D + kTile - 1) / kTile), unsigned(B));
     short_conv_split_kernel<T><<<grid, blk, 0, ctx.stream>>>(z, bias_in, f(sw), f(sb), cfg.short_filter_order, L, D,
-                                                             int(N), upad.data(), gates.data(), P);
+                                                             int(N), upad.data(), gates.data(), R);
     CUDA_CHECK_LAUNCH();
+    zero_tail(upad.data(), B * D);
     if (z_owner) z_owner->reset();  // stream order keeps it alive for the queued kernel
     Buffer<char> work(a, work_bytes());
-    Buffer<float> hspec;
+    Buffer<float2> hspec;
     const float2* Hf = spectrum.data();
     if (!cached) {
       hspec = filter_spectrum(work);
-      Hf = reinterpret_cast<const float2*>(hspec.data());
+      Hf = hspec.data();
     }
     CUFFT_CHECK(cufftSetWorkArea(plan_u->h, work.data()));
     CUFFT_CHECK(cufftSetWorkArea(plan_ui->h, work.data()));
-    auto* U = reinterpret_cast<cufftComplex*>(upad.data());
+    Buffer<float2> U(a, static_cast<std::size_t>(B * D * nc));  // (B, D, L+1)
+    auto* Uc = reinterpret_cast<cufftComplex*>(U.data());
     for (int o = 0; o < N - 1; ++o) {
       if (o > 0) {  // gate with x_{N-1-o}
         regate_kernel<T><<<grid1d(B * D * 2 * L), 256, 0, ctx.stream>>>(
-            upad.data(), gates.data() + (N - 1 - o) * B * D * L, B * D, L, P);
+            upad.data(), gates.data() + (N - 1 - o) * B * D * L, B * D, L);
         CUDA_CHECK_LAUNCH();
       }
-      CUFFT_CHECK(cufftExecR2C(plan_u->h, upad.data(), U));
-      spectral_kernel<<<grid1d(B * D * nc), 256, 0, ctx.stream>>>(reinterpret_cast<float2*>(U), Hf, f(fbias), o, D,
-                                                                   B * D, nc, 1.0f / float(2 * L));
+      CUFFT_CHECK(cufftExecR2C(plan_u->h, upad.data(), Uc));
+      spectral_kernel<<<grid1d(B * D * nc), 256, 0, ctx.stream>>>(U.data(), Hf, f(fbias), o, D, B * D, nc,
+                                                                   1.0f / float(2 * L));
       CUDA_CHECK_LAUNCH();
-      CUFFT_CHECK(cufftExecC2R(plan_ui->h, U, upad.data()));
+      CUFFT_CHECK(cufftExecC2R(plan_ui->h, Uc, upad.data()));
     }
+    U.reset();
     hspec.reset();
     work.reset();
     const dim3 g2(unsigned((L + kTile - 1) / kTile), unsigned((D + kTile - 1) / kTile), unsigned(B));
-    gate_transpose_kernel<T><<<g2, blk, 0, ctx.stream>>>(upad.data(), gates.data(), yg, L, D, P);
+    gate_transpose_kernel<T><<<g2, blk, 0, ctx.stream>>>(upad.data(), gates.data(), yg, L, D, R);
     CUDA_CHECK_LAUNCH();
   }
 
@@ -349,7 +317,7 @@ HyenaCudaPlan::HyenaCudaPlan(const HyenaWeights& w, std::int64_t B, std::int64_t
   m.B = B;
   m.L = L;
   m.nc = L + 1;
-  m.P = 2 * m.nc;
+  m.R = 2 * L;
   m.t = t;
   m.cached = cache_filter;
   m.ctx = ctx;
@@ -376,9 +344,7 @@ HyenaCudaPlan::HyenaCudaPlan(const HyenaWeights& w, std::int64_t B, std::int64_t
   m.plan_ui = std::make_unique<FftPlan>(CUFFT_C2R, n, B * w.cfg.D, s);
   if (cache_filter) {
     Buffer<char> work(a, m.work_bytes());
-    Buffer<float> h = m.filter_spectrum(work);
-    m.spectrum = Buffer<float2>(a, static_cast<std::size_t>(w.cfg.Dh() * m.nc));
-    CUDA_CHECK(cudaMemcpyAsync(m.spectrum.data(), h.data(), m.spectrum.bytes(), cudaMemcpyDeviceToDevice, s));
+    m.spectrum = m.filter_spectrum(work);
     CUDA_CHECK(cudaStreamSynchronize(s));
   }
 }

@@ -35,12 +35,13 @@ void linear_cuda(DType t, std::int64_t M, std::int64_t N, std::int64_t K, const 
   if (bias) add_bias_cuda(t, M, N, Y, bias, ctx.stream);
 }
 
+// Rows over blocks, columns over threads: no per-element division.
 template <typename T>
 __global__ void add_bias_kernel(std::int64_t rows, std::int64_t cols, T* y, const float* bias) {
-  const std::int64_t n = rows * cols;
-  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::int64_t(gridDim.x) * blockDim.x)
-    y[i] = from_float<T>(to_float(y[i]) + bias[i % cols]);
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    T* row = y + r * cols;
+    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) row[c] = from_float<T>(to_float(row[c]) + bias[c]);
+  }
 }
 
 template <typename T>
@@ -78,7 +79,8 @@ unsigned grid_for(std::size_t n) {
 void add_bias_cuda(DType t, std::int64_t rows, std::int64_t cols, void* y, const float* bias,
                    cudaStream_t s) {
   if (rows * cols == 0) return;
-  LONGMIX_DISPATCH(t, add_bias_kernel<T><<<grid_for(rows * cols), 256, 0, s>>>(rows, cols, static_cast<T*>(y), bias));
+  const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>(rows, 132 * 64));
+  LONGMIX_DISPATCH(t, add_bias_kernel<T><<<blocks, 256, 0, s>>>(rows, cols, static_cast<T*>(y), bias));
   CUDA_CHECK_LAUNCH();
 }
 void convert_from_float_cuda(DType t, const float* src, void* dst, std::size_t n, cudaStream_t s) {

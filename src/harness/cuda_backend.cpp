@@ -39,6 +39,22 @@ std::vector<float> download(const Buffer<char>& b, std::size_t n, DType t, Alloc
   return out;
 }
 
+// cuBLAS's workspace, taken from the project's allocator only by runners that use cuBLAS
+// (held while they live, counted in their rows); without one, cuBLAS runs with none.
+class CublasWorkspace {
+ public:
+  explicit CublasWorkspace(CudaContext& ctx) : ctx_(ctx), buf_(*ctx.alloc, kCublasWorkspace) {
+    CUBLAS_CHECK(cublasSetWorkspace(ctx.cublas, buf_.data(), kCublasWorkspace));
+  }
+  ~CublasWorkspace() { cublasSetWorkspace(ctx_.cublas, nullptr, 0); }
+  CublasWorkspace(const CublasWorkspace&) = delete;
+  CublasWorkspace& operator=(const CublasWorkspace&) = delete;
+
+ private:
+  CudaContext& ctx_;
+  Buffer<char> buf_;
+};
+
 class CudaAttentionRunner final : public Runner {
  public:
   CudaAttentionRunner(const Problem& p, CudaContext& ctx, bool flash, bool poison)
@@ -59,6 +75,7 @@ class CudaAttentionRunner final : public Runner {
       bout_ = upload_as(a, p.attn.out_proj_bias, DType::kF32, ctx.stream);
     }
     if (flash_) cudnn_ = std::make_unique<CudnnFlash>(params_, t_, w_.scope == "core" ? D : 3 * D, D);
+    if (!flash_ || w_.scope == "layer") ws_ = std::make_unique<CublasWorkspace>(ctx);
   }
   void forward() override {
     Allocator& a = *ctx_.alloc;
@@ -100,12 +117,13 @@ class CudaAttentionRunner final : public Runner {
   AttentionParams params_;
   Buffer<char> q_, k_, v_, x_, wqkv_, bqkv_, wout_, bout_, out_;
   std::unique_ptr<CudnnFlash> cudnn_;
+  std::unique_ptr<CublasWorkspace> ws_;
 };
 
 class CudaHyenaRunner final : public Runner {
  public:
   CudaHyenaRunner(const Problem& p, CudaContext& ctx, bool poison)
-      : ctx_(ctx), w_(p.w), t_(parse_dtype(p.w.dtype)), poison_(poison) {
+      : ctx_(ctx), w_(p.w), t_(parse_dtype(p.w.dtype)), poison_(poison), ws_(ctx) {
     x_ = upload_as(*ctx.alloc, p.x, t_, ctx.stream);
     plan_ = std::make_unique<HyenaCudaPlan>(p.hyena, w_.B, w_.L, t_, w_.filter_cached, ctx);
   }
@@ -126,6 +144,7 @@ class CudaHyenaRunner final : public Runner {
   Workload w_;
   DType t_;
   bool poison_;
+  CublasWorkspace ws_;
   Buffer<char> x_, out_;
   std::unique_ptr<HyenaCudaPlan> plan_;
 };
@@ -137,8 +156,7 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx_.stream, cudaStreamNonBlocking));
     CUBLAS_CHECK(cublasCreate(&ctx_.cublas));
     CUBLAS_CHECK(cublasSetStream(ctx_.cublas, ctx_.stream));
-    cublas_ws_ = Buffer<char>(alloc_, kCublasWorkspace);
-    CUBLAS_CHECK(cublasSetWorkspace(ctx_.cublas, cublas_ws_.data(), kCublasWorkspace));
+    CUBLAS_CHECK(cublasSetWorkspace(ctx_.cublas, nullptr, 0));  // runners lend it one
     ctx_.alloc = &alloc_;
     CUDA_CHECK(cudaEventCreate(&ev0_));
     CUDA_CHECK(cudaEventCreate(&ev1_));
@@ -155,7 +173,6 @@ class CudaBackend final : public Backend {
     baseline_used_ = driver_used();
   }
   ~CudaBackend() override {
-    cublas_ws_.reset();
     alloc_.release_cached();
     cudaEventDestroy(ev0_);
     cudaEventDestroy(ev1_);
@@ -234,6 +251,7 @@ class CudaBackend final : public Backend {
     const int n = 8192;
     std::vector<std::pair<std::string, double>> out;
     try {
+      CublasWorkspace ws(ctx_);
       Buffer<char> A(alloc_, std::size_t(n) * n * 2), Bm(alloc_, std::size_t(n) * n * 2), C(alloc_, std::size_t(n) * n * 2);
       CUDA_CHECK(cudaMemsetAsync(A.data(), 0x3c, A.bytes(), ctx_.stream));  // bit patterns of ~1.0-ish values
       CUDA_CHECK(cudaMemsetAsync(Bm.data(), 0x3b, Bm.bytes(), ctx_.stream));
@@ -267,7 +285,6 @@ class CudaBackend final : public Backend {
   }
   CudaAllocator alloc_;
   CudaContext ctx_;
-  Buffer<char> cublas_ws_;
   cudaEvent_t ev0_{}, ev1_{};
   cudaDeviceProp prop_{};
   std::string cudnn_why_;

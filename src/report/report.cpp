@@ -395,6 +395,90 @@ std::string all_rows_md(const std::vector<Row>& rows) {
   return md.str();
 }
 
+// Peers measured in the same run (bench/peers/peers.py writes DIR/peers.json).
+struct PeerSet {
+  std::vector<Row> rows;
+  json env;
+};
+
+PeerSet read_peers(const std::string& path) {
+  PeerSet ps;
+  json j;
+  try {
+    j = json::parse(read_file(path));
+  } catch (const json::exception& e) {
+    throw std::runtime_error(path + ": malformed JSON: " + e.what());
+  }
+  ps.env = j.value("environment", json::object());
+  if (!j.contains("rows") || !j["rows"].is_array()) throw std::runtime_error(path + ": no \"rows\" array");
+  std::size_t i = 0;
+  for (const auto& r : j["rows"]) {
+    ++i;
+    try {
+      Row x;
+      x.impl = r.at("impl").get<std::string>();
+      x.L = r.at("L").get<std::int64_t>();
+      x.D = r.at("D").get<std::int64_t>();
+      x.H = r.value("H", 0);
+      x.d = r.value("d", 0);
+      x.B = r.value("B", 1);
+      x.scope = r.value("scope", std::string("layer"));
+      x.dtype = r.value("dtype", std::string("fp16"));
+      x.status = r.value("status", std::string("ok"));
+      x.backend = "torch";
+      x.op = x.impl == "torch-hyena" ? "hyena" : x.impl == "torch-naive" ? "attention" : "flash";
+      x.filter = x.op == "hyena" ? "recompute" : "-";
+      if (x.status == "ok") {
+        x.time_ms = r.at("time_ms").get<double>();
+        x.mem_GB = r.at("mem_GB").get<double>();
+        x.reps = r.value("reps", 0);
+      }
+      if (x.L <= 0 || (x.time_ms && !(*x.time_ms > 0))) throw std::runtime_error("bad L or time");
+      ps.rows.push_back(x);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(path + ": row " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  return ps;
+}
+
+std::string peers_section(const std::vector<Curve>& ours, const PeerSet& ps) {
+  std::ostringstream md;
+  md << "\n## Side by side with the peers (same machine, same run)\n\n"
+     << "Measured by `bench/peers/peers.py` (PyTorch " << (ps.env.contains("torch") ? ps.env["torch"].get<std::string>() : "?")
+     << ", cuDNN " << (ps.env.contains("cudnn") ? ps.env["cudnn"].dump() : "?")
+     << ") right after the sweep, same shapes and protocol. Ratios are ours / peer (below 1: ours is faster or smaller).\n\n"
+     << "| D | L | ours | peer | ours time (ms) | peer time (ms) | time ratio | ours mem (GiB) | peer mem (GiB) | mem ratio |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|\n";
+  const std::map<std::string, std::string> counterpart = {{"torch-sdpa-cudnn", "flash"}, {"torch-sdpa-flash", "flash"},
+                                                          {"torch-hyena", "hyena"}, {"torch-naive", "attention"}};
+  for (const auto& pr : ps.rows) {
+    for (const auto& c : ours) {
+      if (c.op != counterpart.at(pr.impl) || c.D != pr.D || c.scope != pr.scope || c.dtype != pr.dtype) continue;
+      const Row* o = at(c, pr.L);
+      if (!o || o->extrapolated) continue;
+      auto rt = ratio(o, &pr, true), rm = ratio(o, &pr, false);
+      md << "| " << pr.D << " | " << length_label(pr.L) << " | " << c.impl << " | " << pr.impl << " | " << cell(o, true, false)
+         << " | " << cell(&pr, true, false) << " | " << (rt ? fmt(*rt) + "×" : "—") << " | " << cell(o, false, false) << " | "
+         << cell(&pr, false, false) << " | " << (rm ? fmt(*rm) + "×" : "—") << " |\n";
+    }
+  }
+  // Crossovers with the peers' FlashAttention implementations and the reference Hyena.
+  std::vector<Curve> all = ours;
+  for (auto& c : group_curves(ps.rows)) all.push_back(c);
+  const auto f = compute_findings(all);
+  md << "\nTime crossovers including the peers (Hyena becomes faster than FlashAttention):\n\n";
+  for (const auto& x : f.crossovers) {
+    if (x.flash.rfind("torch", 0) != 0 && x.hyena.rfind("torch", 0) != 0) continue;
+    md << "- D = " << x.D << ", " << x.hyena << " vs " << x.flash << ": ";
+    if (x.L_hi <= 0) md << "no common length.\n";
+    else if (!x.at) md << "never crosses in range (" << length_label(x.L_lo) << "–" << length_label(x.L_hi) << ").\n";
+    else if (x.at->a_below_from_start) md << "Hyena already faster at " << length_label(x.at->L) << ".\n";
+    else md << "L ≈ " << std::to_string(std::llround(x.at->L)) << ".\n";
+  }
+  return md.str();
+}
+
 }  // namespace
 
 int write_report(const std::string& dir, std::ostream& log) {
@@ -467,7 +551,7 @@ int write_report(const std::string& dir, std::ostream& log) {
     if (c.L_hi <= 0) md << "no length where both were measured.\n";
     else if (!c.at) md << "never crosses in range (" << length_label(c.L_lo) << "–" << length_label(c.L_hi) << "): Hyena stays slower.\n";
     else if (c.at->a_below_from_start) md << "Hyena is already faster (or equal) at the shortest common length, " << length_label(c.at->L) << ".\n";
-    else md << "Hyena becomes faster from L ≈ " << fmt(c.at->L, 4) << " (interpolated in log space between measured lengths).\n";
+    else md << "Hyena becomes faster from L ≈ " << std::to_string(std::llround(c.at->L)) << " (interpolated in log space between measured lengths).\n";
   }
   md << "\n### Memory\n\n";
   for (auto& m : f.memory) {
@@ -510,13 +594,14 @@ int write_report(const std::string& dir, std::ostream& log) {
   if (ceiling > 0) md << "\nMatmul ceiling measured at the start of the run: " << fmt(ceiling) << " TFLOP/s (" << (env.get("backend") == "cuda" ? "bf16 8192³ cuBLAS product" : "fp32 1024³ OpenBLAS sgemm") << ").\n";
 
   // --- recommendations and the seed's expectation ----------------------------------------------
+  if (fs::exists(dir + "/peers.json")) md << peers_section(curves, read_peers(dir + "/peers.json"));
   md << "\n## Recommendations (derived from the findings above)\n\n";
   for (auto& c : f.crossovers) {
     if (c.L_hi <= 0) continue;
     md << "- **Time, D = " << c.D << " (" << c.flash << " vs " << c.hyena << ")**: ";
     if (!c.at) md << "keep FlashAttention at every measured length up to " << length_label(c.L_hi) << "; Hyena did not become faster.\n";
     else if (c.at->a_below_from_start) md << "Hyena is at least as fast from the shortest measured length (" << length_label(c.at->L) << ") on.\n";
-    else md << "switch to Hyena above L ≈ " << length_label(std::pow(2, std::ceil(std::log2(c.at->L)))) << " (crossing at " << fmt(c.at->L, 4) << "); below it FlashAttention is faster.\n";
+    else md << "switch to Hyena above L ≈ " << length_label(std::pow(2, std::ceil(std::log2(c.at->L)))) << " (crossing at " << std::to_string(std::llround(c.at->L)) << "); below it FlashAttention is faster.\n";
   }
   for (auto& m : f.memory) {
     const double r = m.hyena_GB / m.flash_GB;

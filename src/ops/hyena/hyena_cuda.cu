@@ -15,7 +15,8 @@ namespace longmix {
 namespace {
 constexpr int kTile = 32;
 
-// Short conv + split + first gate. Grid (ceil(L/32), ceil(D/32), B), block (32, 8).
+// Short conv + split + first gate. Grid (ceil(D/32), ceil(L/32), B), block (32, 8): the channel
+// tile runs fastest so neighbouring blocks read neighbouring pieces of the same rows of z.
 // z: (B, L, C) storage dtype; upad: (B, D, R) fp32 rows (R = 2L), v ⊙ x_{N-1} for t < L (the
 // zero tail [L, 2L) is written by cudaMemset2DAsync); gates: (N-1, B, D, L), x_0 .. x_{N-2}.
 template <typename T>
@@ -24,7 +25,7 @@ __global__ void short_conv_split_kernel(const T* __restrict__ z, const float* __
                                         int K, std::int64_t L, std::int64_t D, int N,
                                         float* __restrict__ upad, T* __restrict__ gates, std::int64_t R) {
   __shared__ float tile[kTile + 8][kTile + 1];
-  const std::int64_t t0 = std::int64_t(blockIdx.x) * kTile, c0 = std::int64_t(blockIdx.y) * kTile;
+  const std::int64_t t0 = std::int64_t(blockIdx.y) * kTile, c0 = std::int64_t(blockIdx.x) * kTile;
   const std::int64_t b = blockIdx.z, C = (N + 1) * D;
   const int tx = threadIdx.x, ty = threadIdx.y;
   auto load = [&](int g) {
@@ -130,12 +131,12 @@ __global__ void regate_kernel(float* __restrict__ upad, const T* __restrict__ ga
   }
 }
 
-// yg (B, L, D) = transpose of y (B, D, R) ⊙ x0 (B, D, L). Grid (ceil(L/32), ceil(D/32), B).
+// yg (B, L, D) = transpose of y (B, D, R) ⊙ x0 (B, D, L). Grid (ceil(D/32), ceil(L/32), B).
 template <typename T>
 __global__ void gate_transpose_kernel(const float* __restrict__ y, const T* __restrict__ x0, T* __restrict__ yg,
                                       std::int64_t L, std::int64_t D, std::int64_t R) {
   __shared__ float tile[kTile][kTile + 1];
-  const std::int64_t t0 = std::int64_t(blockIdx.x) * kTile, c0 = std::int64_t(blockIdx.y) * kTile, b = blockIdx.z;
+  const std::int64_t t0 = std::int64_t(blockIdx.y) * kTile, c0 = std::int64_t(blockIdx.x) * kTile, b = blockIdx.z;
   for (int cc = threadIdx.y; cc < kTile; cc += blockDim.y) {
     const std::int64_t c = c0 + cc, t = t0 + threadIdx.x;
     if (c < D && t < L) tile[cc][threadIdx.x] = y[(b * D + c) * R + t] * to_float(x0[(b * D + c) * L + t]);
@@ -260,7 +261,7 @@ struct HyenaCudaPlan::Impl {
     Allocator& a = *ctx.alloc;
     Buffer<float> upad(a, static_cast<std::size_t>(B * D * R));                    // (B, D, 2L)
     Buffer<T> gates(a, static_cast<std::size_t>((N - 1) * B * D * L));             // (N-1, B, D, L)
-    const dim3 blk(kTile, 8), grid(unsigned((L + kTile - 1) / kTile), unsigned((D + kTile - 1) / kTile), unsigned(B));
+    const dim3 blk(kTile, 8), grid(unsigned((D + kTile - 1) / kTile), unsigned((L + kTile - 1) / kTile), unsigned(B));
     short_conv_split_kernel<T><<<grid, blk, 0, ctx.stream>>>(z, bias_in, f(sw), f(sb), cfg.short_filter_order, L, D,
                                                              int(N), upad.data(), gates.data(), R);
     CUDA_CHECK_LAUNCH();
@@ -292,7 +293,7 @@ struct HyenaCudaPlan::Impl {
     U.reset();
     hspec.reset();
     work.reset();
-    const dim3 g2(unsigned((L + kTile - 1) / kTile), unsigned((D + kTile - 1) / kTile), unsigned(B));
+    const dim3 g2(unsigned((D + kTile - 1) / kTile), unsigned((L + kTile - 1) / kTile), unsigned(B));
     gate_transpose_kernel<T><<<g2, blk, 0, ctx.stream>>>(upad.data(), gates.data(), yg, L, D, R);
     CUDA_CHECK_LAUNCH();
   }

@@ -75,6 +75,14 @@ namespace {
 
 constexpr double kGB = 1e9, kGiB = 1024.0 * 1024 * 1024;
 
+// A predicted length in the units of the sweep: "5.2M", "44k".
+std::string length_estimate(double L) {
+  char buf[32];
+  if (L >= 1000 * 1024) std::snprintf(buf, sizeof buf, "%.3gM", L / 1048576);
+  else std::snprintf(buf, sizeof buf, "%.3gk", L / 1024);
+  return buf;
+}
+
 std::string fmt(double v, int sig = 3) {
   char buf[64];
   if (v != 0 && (std::fabs(v) >= 1e5 || std::fabs(v) < 1e-3)) std::snprintf(buf, sizeof buf, "%.*e", sig - 1, v);
@@ -204,16 +212,15 @@ std::string plot(const std::string& dir, const std::vector<Curve>& curves, bool 
     const int col = impl_color.emplace(c.impl + c.filter + c.scope, static_cast<int>(impl_color.size())).first->second % 8;
     const int wi = width_idx[c.D] % 4;
     const std::string stem = data_dir + "/" + base + "_" + std::to_string(ci);
-    std::ofstream m(stem + "_m.dat"), x(stem + "_x.dat");
+    std::ofstream m(stem + "_m.dat"), x(stem + "_x.dat"), oom(stem + "_oom.dat"), oomx(stem + "_oomx.dat");
     std::optional<std::pair<double, double>> last_measured;
-    bool any_m = false, any_x = false;
+    bool any_m = false, any_x = false, any_oom = false, any_oomx = false;
     for (auto& r : c.rows) {
       auto v = val(r);
-      if (r.status == "OOM") {
+      if (r.status == "OOM") {  // at the top edge, in the curve's colour and marker
         const int k = oom_count[r.L]++;
-        labels << "set object circle at " << r.L << "," << ytop / std::pow(1.35, k + 1)
-               << " size screen 0.006 fc rgb '" << colors[col] << "' fs " << (r.extrapolated ? "empty" : "solid")
-               << " border lc rgb '" << colors[col] << "' front\n";
+        (r.extrapolated ? oomx : oom) << r.L << " " << ytop / std::pow(1.35, k + 1) << "\n";
+        (r.extrapolated ? any_oomx : any_oom) = true;
         continue;
       }
       if (!v || *v <= 0 || r.status != "ok") continue;
@@ -231,6 +238,12 @@ std::string plot(const std::string& dir, const std::vector<Curve>& curves, bool 
     if (any_x)
       plots.push_back("'" + stem + "_x.dat' using 1:2 with linespoints lw 2 dt 2 pt " + std::to_string(pts_hollow[wi]) +
                       " ps 1.4 " + lc + " title '" + c.label() + " (extrapolated)'");
+    if (any_oom)
+      plots.push_back("'" + stem + "_oom.dat' using 1:2 with points pt " + std::to_string(pts_full[wi]) + " ps 2 " + lc +
+                      " notitle");
+    if (any_oomx)
+      plots.push_back("'" + stem + "_oomx.dat' using 1:2 with points pt " + std::to_string(pts_hollow[wi]) + " ps 2 " +
+                      lc + " notitle");
   }
   for (auto& [L, n] : oom_count)
     labels << "set label 'OOM' at " << L << "," << ytop / std::pow(1.35, n + 1) / 1.35
@@ -569,7 +582,7 @@ int write_report(const std::string& dir, std::ostream& log) {
       md << (firstp ? "" : " / ");
       firstp = false;
       auto it = o.predicted_L.find(gb);
-      md << (it == o.predicted_L.end() ? "—" : fmt(it->second, 3));
+      md << (it == o.predicted_L.end() ? "—" : "≈" + length_estimate(it->second));
     }
     md << " |\n";
   }

@@ -320,7 +320,22 @@ std::optional<double> ratio(const Row* a, const Row* b, bool time) {
   return *x / *y;
 }
 
-struct Pair { const Curve* flash; const Curve* hyena; const Curve* standard; std::int64_t D; };
+struct Pair {
+  const Curve* flash;
+  const Curve* hyena;
+  const Curve* standard;
+  std::int64_t D;
+  std::set<std::int64_t> lengths() const {  // every length either side has a row for
+    std::set<std::int64_t> Ls;
+    for (auto& r : flash->rows) Ls.insert(r.L);
+    for (auto& r : hyena->rows) Ls.insert(r.L);
+    return Ls;
+  }
+  bool extrapolated_at(std::int64_t L) const {
+    const Row *f = at(*flash, L), *h = at(*hyena, L);
+    return (f && f->extrapolated) || (h && h->extrapolated);
+  }
+};
 
 std::vector<Pair> pairs_of(const std::vector<Curve>& curves) {
   std::vector<Pair> out;
@@ -344,13 +359,10 @@ std::string md_tables(const std::vector<Curve>& curves) {
        << "| L | Flash mem (GiB) | Flash time (ms) | Hyena mem (GiB) | Hyena time (ms) | mem Hyena/Flash | time Hyena/Flash |";
     if (p.standard) md << " standard mem (GiB) | standard time (ms) |";
     md << "\n|---|---|---|---|---|---|---|" << (p.standard ? "---|---|" : "") << "\n";
-    std::set<std::int64_t> Ls;
-    for (auto& r : p.flash->rows) Ls.insert(r.L);
-    for (auto& r : p.hyena->rows) Ls.insert(r.L);
-    for (auto L : Ls) {
+    for (auto L : p.lengths()) {
       const Row *f = at(*p.flash, L), *h = at(*p.hyena, L);
       auto rm = ratio(h, f, false), rt = ratio(h, f, true);
-      const bool ex = (f && f->extrapolated) || (h && h->extrapolated);
+      const bool ex = p.extrapolated_at(L);
       md << "| " << length_label(L) << " | " << cell(f, false, false) << " | " << cell(f, true, false) << " | "
          << cell(h, false, false) << " | " << cell(h, true, false) << " | "
          << (rm ? fmt(*rm) + "×" + (ex ? "†" : "") : "—") << " | " << (rt ? fmt(*rt) + "×" + (ex ? "†" : "") : "—") << " |";
@@ -374,15 +386,13 @@ std::string tex_table(const std::vector<Curve>& curves) {
     first = false;
     t << "\\multicolumn{8}{l}{\\texttt{" << p.flash->impl << "} vs \\texttt{" << p.hyena->impl << "}"
       << (p.hyena->filter == "cached" ? " (filter cached)" : "") << "} \\\\\n";
-    std::set<std::int64_t> Ls;
-    for (auto& r : p.flash->rows) Ls.insert(r.L);
-    for (auto& r : p.hyena->rows) Ls.insert(r.L);
-    for (auto L : Ls) {
+    for (auto L : p.lengths()) {
       const Row *f = at(*p.flash, L), *h = at(*p.hyena, L);
       auto rm = ratio(h, f, false), rt = ratio(h, f, true);
+      const std::string mark = p.extrapolated_at(L) ? "$^\\dagger$" : "";
       t << p.D << " & " << length_label(L) << " & " << cell(f, false, true) << " & " << cell(f, true, true) << " & "
-        << cell(h, false, true) << " & " << cell(h, true, true) << " & " << (rm ? fmt(*rm) : "--") << " & "
-        << (rt ? fmt(*rt) : "--") << " \\\\\n";
+        << cell(h, false, true) << " & " << cell(h, true, true) << " & " << (rm ? fmt(*rm) + mark : "--") << " & "
+        << (rt ? fmt(*rt) + mark : "--") << " \\\\\n";
     }
   }
   t << "\\bottomrule\n\\end{tabular}\n\\caption{Peak memory and forward time; ratios are Hyena/Flash. "

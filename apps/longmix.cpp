@@ -3,6 +3,7 @@
 #include <csignal>
 #include <iostream>
 
+#include "harness/run_op.h"
 #include "harness/sweep.h"
 #include "report/report.h"
 
@@ -19,6 +20,7 @@ Examples:
   longmix sweep --memory-fraction 0.5 --resume    # continue an interrupted sweep
   longmix sweep --backend cpu --time-budget 120 --lengths 1k,2k,4k,8k
   longmix report hyena_vs_flash_benchmark         # plots, tables and report.md from the CSVs
+  longmix run hyena --weights hyena.safetensors --input x.npy --output y.npy   # check against PyTorch
 )";
 }  // namespace
 
@@ -65,6 +67,26 @@ int main(int argc, char** argv) {
   auto* report = app.add_subcommand("report", "plots, tables and report.md from a results folder");
   report->add_option("dir", report_dir, "results folder")->capture_default_str();
 
+  RunOptions ro;
+  std::string run_mem;
+  auto* run = app.add_subcommand("run", "one forward of one operator on your weights (safetensors) and inputs (.npy)");
+  run->add_option("op", ro.op, "hyena, attention-layer, flash or attention")->required();
+  run->add_option("--weights", ro.weights, "safetensors file (hyena: a HyenaOperator state_dict; attention-layer: Wqkv.*, out_proj.*)");
+  run->add_option("--input", ro.input, ".npy input (B, L, D) or (L, D), float32 or float16");
+  run->add_option("--q", ro.q, ".npy (B, L, H, d) for flash / attention");
+  run->add_option("--k", ro.k, ".npy (B, L, H, d)");
+  run->add_option("--v", ro.v, ".npy (B, L, H, d)");
+  run->add_option("--output", ro.output, "output .npy (float32)")->required();
+  run->add_option("--backend", ro.backend, "cpu or cuda")->capture_default_str();
+  run->add_option("--dtype", ro.dtype, "auto, fp32, fp16, bf16")->capture_default_str();
+  run->add_option("--heads", ro.heads, "attention-layer heads")->capture_default_str();
+  run->add_option("--l-max", ro.l_max, "hyena without --weights: l_max of the default weights (default: the input's L)");
+  run->add_flag("--causal", ro.causal, "causal attention");
+  run->add_option("--seed", ro.seed, "seed of the default weights")->capture_default_str();
+  run->add_option("--save-weights", ro.save_weights, "write the weights used as safetensors (PyTorch can load them)");
+  run->add_flag("--allow-nonfinite", ro.allow_nonfinite, "run on inputs holding NaN/Inf");
+  run->add_option("--memory-limit", run_mem, "cap memory, e.g. 2GiB");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -104,9 +126,16 @@ int main(int argc, char** argv) {
       return rc;
     }
     if (*report) return write_report(report_dir, std::cerr);
+    if (*run) {
+      if (!run_mem.empty()) ro.memory_limit = parse_bytes(run_mem);
+      return run_op(ro);
+    }
   } catch (const InvalidArgument& e) {
     std::cerr << "longmix: error: " << e.what() << "\n";
     return 2;
+  } catch (const OutOfMemory& e) {
+    std::cerr << "longmix: error: " << e.what() << "\n";
+    return 3;
   } catch (const std::exception& e) {
     std::cerr << "longmix: error: " << e.what() << "\n";
     return 1;

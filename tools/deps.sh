@@ -2,7 +2,8 @@
 # Installs the Debian packages longmix needs, only those missing (idempotent).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config libfftw3-dev libopenblas-dev libcli11-dev
-      nlohmann-json3-dev libgtest-dev gnuplot-nox fonts-dejavu-core git)
+      nlohmann-json3-dev libgtest-dev gnuplot-nox fonts-dejavu-core git clang libclang-rt-14-dev
+      libomp-dev xxd)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,6 +1,8 @@
 // The longmix program end to end on the CPU: bad input, files, resume, OOM, extrapolation.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -132,6 +134,41 @@ TEST(Sweep, TinySweepWritesDocumentedFilesAndResumes) {
   for (auto& e : fs::directory_iterator(dir))
     if (e.path().filename().string().rfind("previous-", 0) == 0 && fs::exists(e.path() / "results_flash.csv")) kept = true;
   EXPECT_TRUE(kept);
+  fs::remove_all(dir);
+}
+
+// SIGINT mid-sweep: exit 130 after the current row, every finished row valid on disk, and
+// --resume completes the sweep without measuring those rows again.
+TEST(Sweep, SigintKeepsFinishedRowsAndResumeCompletes) {
+  const std::string dir = tmpdir("sigint");
+  const std::string args = "--heads 2 --head-dim 32 --warmup 1 --min-reps 2 --min-seconds 0.3 --quiet --no-report "
+                           "--backend cpu --ops flash --lengths 256,512,1024,2048,4096 --out " + dir;
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", (std::string("exec ") + LONGMIX_BIN + " sweep " + args + " 2>/dev/null").c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const std::string csv = dir + "/results_flash.csv";
+  for (int i = 0; i < 600; ++i) {  // wait for the first finished row
+    if (fs::exists(csv) && read_csv(csv).size() >= 1) break;
+    ::usleep(20000);
+  }
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 130);
+  const auto partial = read_csv(csv);
+  ASSERT_GE(partial.size(), 1u);
+  ASSERT_LT(partial.size(), 5u) << "the signal came after the last row";
+  for (const auto& r : partial) EXPECT_EQ(r.status, "ok");
+  const CliRun r = run_cli("sweep " + args + " --resume");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto full = read_csv(csv);
+  ASSERT_EQ(full.size(), 5u);
+  for (std::size_t i = 0; i < partial.size(); ++i) EXPECT_EQ(*full[i].time_ms, *partial[i].time_ms);
   fs::remove_all(dir);
 }
 

@@ -129,20 +129,23 @@ std::vector<Row> parse_csv(const std::string& text, const std::string& path) {
   std::string line;
   std::size_t lineno = 0;
   std::map<std::string, std::size_t> col;
+  std::size_t ncols = 0;
   while (std::getline(in, line)) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (lineno == 1) {
       const auto names = split_csv_line(line, path, lineno);
-      for (std::size_t i = 0; i < names.size(); ++i) col[names[i]] = i;
+      ncols = names.size();
+      for (std::size_t i = 0; i < names.size(); ++i)
+        if (!col.emplace(names[i], i).second) fail(path, lineno, "column '" + names[i] + "' appears twice in the header");
       if (names.size() < 3 || names[0] != "L" || names[1] != "time_ms" || names[2] != "mem_GB")
         fail(path, lineno, "header must begin with L,time_ms,mem_GB");
       continue;
     }
     if (line.empty()) continue;
     const auto f = split_csv_line(line, path, lineno);
-    if (f.size() != col.size())
-      fail(path, lineno, "expected " + std::to_string(col.size()) + " fields, found " +
+    if (f.size() != ncols)
+      fail(path, lineno, "expected " + std::to_string(ncols) + " fields, found " +
                              std::to_string(f.size()));
     auto get = [&](const char* name) -> std::string {
       auto it = col.find(name);

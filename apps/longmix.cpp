@@ -1,6 +1,7 @@
 // longmix: measure FlashAttention against Hyena. Thin CLI: parse -> harness -> printers.
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 
 #include "harness/run_op.h"
@@ -62,6 +63,8 @@ int main(int argc, char** argv) {
   sweep->add_option("--seed", so.seed, "seed of weights and inputs")->capture_default_str();
   sweep->add_flag("--resume", so.resume, "skip rows already measured in --out");
   sweep->add_flag("--quiet", so.quiet, "no progress on stderr");
+  sweep->add_flag("--isolate", so.isolate, "measure each row in its own process: a crash, device fault or hang becomes that row's status=error and the sweep goes on");
+  sweep->add_option("--row-timeout", so.row_timeout_s, "with --isolate: kill a row after this many seconds (0: never)");
 
   std::string report_dir = "hyena_vs_flash_benchmark";
   auto* report = app.add_subcommand("report", "plots, tables and report.md from a results folder");
@@ -86,6 +89,33 @@ int main(int argc, char** argv) {
   run->add_option("--save-weights", ro.save_weights, "write the weights used as safetensors (PyTorch can load them)");
   run->add_flag("--allow-nonfinite", ro.allow_nonfinite, "run on inputs holding NaN/Inf");
   run->add_option("--memory-limit", run_mem, "cap memory, e.g. 2GiB");
+
+  // The row process of `sweep --isolate` (internal): measures one row, prints it as JSON.
+  Workload rw;
+  RepPolicy rp;
+  std::string row_impl, row_backend = "cpu";
+  std::size_t row_cap = 0;
+  bool row_non_causal = false, row_cached = false;
+  auto* row = app.add_subcommand("row", "internal: one row of an isolated sweep, printed as JSON");
+  row->group("");  // hidden from --help
+  row->add_option("--impl", row_impl)->required();
+  row->add_option("--backend", row_backend);
+  row->add_option("--op", rw.op);
+  row->add_option("--scope", rw.scope);
+  row->add_option("--batch", rw.B);
+  row->add_option("--length", rw.L);
+  row->add_option("--heads", rw.H);
+  row->add_option("--head-dim", rw.d);
+  row->add_option("--dtype", rw.dtype);
+  row->add_option("--order", rw.order);
+  row->add_option("--l-max", rw.l_max);
+  row->add_option("--seed", rw.seed);
+  row->add_option("--warmup", rp.warmup);
+  row->add_option("--min-reps", rp.min_reps);
+  row->add_option("--min-seconds", rp.min_seconds);
+  row->add_option("--cap-bytes", row_cap);
+  row->add_flag("--non-causal", row_non_causal);
+  row->add_flag("--cached", row_cached);
 
   try {
     app.parse(argc, argv);
@@ -126,6 +156,19 @@ int main(int argc, char** argv) {
       return rc;
     }
     if (*report) return write_report(report_dir, std::cerr);
+    if (*row) {
+      rw.causal = !row_non_causal;
+      rw.filter_cached = row_cached;
+      // Test hook: LONGMIX_INJECT_FAULT=impl:L makes that row's process crash (SIGSEGV).
+      if (const char* f = std::getenv("LONGMIX_INJECT_FAULT"))
+        if (std::string(f) == row_impl + ":" + std::to_string(rw.L)) std::raise(SIGSEGV);
+      std::string why;
+      std::unique_ptr<Backend> be = row_backend == "cuda" ? make_cuda_backend(&why) : make_cpu_backend();
+      LONGMIX_REQUIRE(be != nullptr, "no usable GPU: ", why);
+      if (row_cap) be->allocator().set_cap(row_cap);
+      std::cout << row_to_json(measure_row(*be, row_impl, rw, rp)) << std::endl;
+      return 0;
+    }
     if (*run) {
       if (!run_mem.empty()) ro.memory_limit = parse_bytes(run_mem);
       return run_op(ro);

@@ -1,6 +1,10 @@
 #include "harness/sweep.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -112,6 +116,134 @@ json row_json(const Row& r) {
               {"filter", r.filter}, {"extrapolated", r.extrapolated},
               {"setup_ms", opt(r.setup_ms)}, {"device_GB", opt(r.device_GB)},
               {"reserved_GB", opt(r.reserved_GB)}, {"note", r.note}};
+}
+
+}  // namespace
+
+std::string row_to_json(const Row& r) { return row_json(r).dump(); }
+
+Row row_from_json(const std::string& text) {
+  const json j = json::parse(text);
+  auto opt = [&](const char* k) -> std::optional<double> {
+    return j.contains(k) && !j[k].is_null() ? std::optional<double>(j[k].get<double>()) : std::nullopt;
+  };
+  Row r;
+  r.L = j.at("L").get<std::int64_t>();
+  r.time_ms = opt("time_ms");
+  r.mem_GB = opt("mem_GB");
+  r.work_GB = opt("work_GB");
+  r.time_min_ms = opt("time_min_ms");
+  r.time_max_ms = opt("time_max_ms");
+  r.reps = j.value("reps", 0);
+  r.status = j.value("status", std::string("error"));
+  r.impl = j.value("impl", std::string());
+  r.op = j.value("op", std::string());
+  r.scope = j.value("scope", std::string("layer"));
+  r.backend = j.value("backend", std::string());
+  r.dtype = j.value("dtype", std::string());
+  r.B = j.value("B", 1);
+  r.H = j.value("H", 0);
+  r.d = j.value("d", 0);
+  r.D = j.value("D", 0);
+  r.filter = j.value("filter", std::string("-"));
+  r.extrapolated = j.value("extrapolated", false);
+  r.setup_ms = opt("setup_ms");
+  r.device_GB = opt("device_GB");
+  r.reserved_GB = opt("reserved_GB");
+  r.note = j.value("note", std::string());
+  return r;
+}
+
+namespace {
+
+// One row in a child process (`longmix row ...`): a crash, a device fault or a hang there
+// becomes this row's status=error and the next row starts in a fresh process.
+Row measure_row_isolated(const SweepOptions& opt, const std::string& backend, const std::string& impl,
+                         const Workload& w, std::optional<std::size_t> cap) {
+  Row fallback;
+  fallback.L = w.L; fallback.impl = impl; fallback.op = w.op; fallback.scope = w.scope; fallback.backend = backend;
+  fallback.dtype = w.dtype; fallback.B = w.B; fallback.H = w.H; fallback.d = w.d; fallback.D = w.D();
+  fallback.filter = w.filter_name(); fallback.status = "error";
+  std::vector<std::string> args = {"/proc/self/exe", "row", "--backend", backend, "--impl", impl, "--op", w.op,
+                                   "--scope", w.scope, "--batch", std::to_string(w.B), "--length", std::to_string(w.L),
+                                   "--heads", std::to_string(w.H), "--head-dim", std::to_string(w.d), "--dtype", w.dtype,
+                                   "--order", std::to_string(w.order), "--l-max", std::to_string(w.l_max),
+                                   "--seed", std::to_string(w.seed), "--warmup", std::to_string(opt.policy.warmup),
+                                   "--min-reps", std::to_string(opt.policy.min_reps),
+                                   "--min-seconds", std::to_string(opt.policy.min_seconds)};
+  if (!w.causal) args.push_back("--non-causal");
+  if (w.filter_cached) args.push_back("--cached");
+  if (cap) { args.push_back("--cap-bytes"); args.push_back(std::to_string(*cap)); }
+  char err_path[] = "/tmp/longmix-row-XXXXXX";
+  const int err_fd = ::mkstemp(err_path);
+  int out_pipe[2];
+  if (err_fd < 0 || ::pipe(out_pipe) != 0) {
+    fallback.note = "could not start the row process";
+    return fallback;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_fd, 2);
+    ::close(out_pipe[0]);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::signal(SIGINT, SIG_IGN);  // the parent decides when to stop; the row finishes
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  std::string out;
+  const auto t0 = std::chrono::steady_clock::now();
+  bool timed_out = false;
+  int st = 0;
+  ::fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+  for (;;) {
+    char buf[4096];
+    const ssize_t n = ::read(out_pipe[0], buf, sizeof buf);
+    if (n > 0) { out.append(buf, n); continue; }
+    const pid_t done = ::waitpid(pid, &st, WNOHANG);
+    if (done == pid) {
+      ssize_t m;
+      while ((m = ::read(out_pipe[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(m));
+      break;
+    }
+    if (opt.row_timeout_s > 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > opt.row_timeout_s) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &st, 0);
+      timed_out = true;
+      break;
+    }
+    ::usleep(2000);
+  }
+  ::close(out_pipe[0]);
+  std::string err;
+  {
+    std::ifstream ef(err_path);
+    std::stringstream ss;
+    ss << ef.rdbuf();
+    err = ss.str();
+  }
+  ::close(err_fd);
+  ::unlink(err_path);
+  const auto nl = out.rfind('{');
+  if (!timed_out && WIFEXITED(st) && WEXITSTATUS(st) == 0 && nl != std::string::npos) {
+    try {
+      return row_from_json(out.substr(nl));
+    } catch (const std::exception& e) {
+      fallback.note = std::string("row process printed no valid row: ") + e.what();
+      return fallback;
+    }
+  }
+  std::string tail = err.size() > 300 ? err.substr(err.size() - 300) : err;
+  for (auto& c : tail) if (c == '\n') c = ' ';
+  if (timed_out) fallback.note = "row process killed after --row-timeout " + std::to_string(opt.row_timeout_s) + " s";
+  else if (WIFSIGNALED(st)) fallback.note = std::string("row process died of signal ") + std::to_string(WTERMSIG(st)) + " (" + strsignal(WTERMSIG(st)) + ")";
+  else fallback.note = "row process exited with status " + std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  if (!tail.empty()) fallback.note += ": " + tail;
+  return fallback;
 }
 
 class ResultStore {
@@ -343,6 +475,7 @@ int run_sweep(const SweepOptions& opt) {
   store.flush_json();
 
   // --- rows ---------------------------------------------------------------------------------------
+  if (opt.isolate) be->release_cached();  // the row processes get the device's memory
   const double budget = opt.time_budget_s ? *opt.time_budget_s
                         : be->name() == "cpu" ? kCpuDefaultBudgetS : 1e30;
   std::map<std::string, std::vector<std::pair<double, double>>> measured_time;  // impl -> (L, s)
@@ -384,7 +517,8 @@ int run_sweep(const SweepOptions& opt) {
                     << hms(std::max(0.0, budget - elapsed())) << "), will be extrapolated\n";
         continue;
       }
-      Row r = measure_row(*be, impl, w, opt.policy);
+      Row r = opt.isolate ? measure_row_isolated(opt, be->name(), impl, w, alloc.cap())
+                          : measure_row(*be, impl, w, opt.policy);
       if (r.status == "ok") pts.push_back({double(L), *r.time_ms / 1e3});
       store.add(r);
       if (!opt.quiet) {

@@ -35,6 +35,8 @@ struct SweepOptions {
   bool extrapolate = true;
   bool check = true;
   std::string command_line;
+  bool isolate = false;        // each row in its own process (faults become error rows)
+  double row_timeout_s = 0;    // isolate: kill a row process after this long (0: never)
   std::vector<std::pair<std::string, double>> ceilings;  // filled by the sweep
 };
 
@@ -50,6 +52,10 @@ int run_sweep(const SweepOptions& opt);
 
 // Set by SIGINT/SIGTERM: the sweep stops after the current row.
 extern volatile std::sig_atomic_t g_stop_requested;
+
+// A row as one JSON object and back (the row process prints one).
+std::string row_to_json(const Row& r);
+Row row_from_json(const std::string& text);
 
 // The environment of a run (JSON object as text), shared with `report`.
 std::string environment_json(Backend& be, const SweepOptions& opt);

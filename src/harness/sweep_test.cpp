@@ -22,8 +22,8 @@ struct CliRun {
   std::string out;
 };
 
-CliRun run_cli(const std::string& args) {
-  const std::string cmd = std::string(LONGMIX_BIN) + " " + args + " 2>&1";
+CliRun run_cli(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + (env.empty() ? "" : " ") + std::string(LONGMIX_BIN) + " " + args + " 2>&1";
   CliRun r{0, ""};
   FILE* p = ::popen(cmd.c_str(), "r");
   char buf[4096];
@@ -169,6 +169,24 @@ TEST(Sweep, SigintKeepsFinishedRowsAndResumeCompletes) {
   const auto full = read_csv(csv);
   ASSERT_EQ(full.size(), 5u);
   for (std::size_t i = 0; i < partial.size(); ++i) EXPECT_EQ(*full[i].time_ms, *partial[i].time_ms);
+  fs::remove_all(dir);
+}
+
+// A fault in one row (here an injected SIGSEGV in its process) is that row's status=error;
+// every other row is measured.
+TEST(Sweep, IsolatedRowFaultLeavesTheOthersMeasured) {
+  const std::string dir = tmpdir("fault");
+  const CliRun r = run_cli("sweep " + kTiny + "--backend cpu --ops flash,hyena --lengths 64,128,256 --isolate --out " + dir,
+                           "LONGMIX_INJECT_FAULT=flash-cpu:128");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto fl = read_csv(dir + "/results_flash.csv");
+  ASSERT_EQ(fl.size(), 3u);
+  EXPECT_EQ(fl[0].status, "ok");
+  EXPECT_EQ(fl[1].status, "error");
+  EXPECT_FALSE(fl[1].time_ms.has_value());
+  EXPECT_NE(fl[1].note.find("signal 11"), std::string::npos) << fl[1].note;
+  EXPECT_EQ(fl[2].status, "ok");
+  for (const auto& row : read_csv(dir + "/results_hyena.csv")) EXPECT_EQ(row.status, "ok");
   fs::remove_all(dir);
 }
 

@@ -37,6 +37,18 @@ namespace longmix {
 
 volatile std::sig_atomic_t g_stop_requested = 0;
 
+std::optional<std::size_t> available_memory_bytes() {
+  std::ifstream mi("/proc/meminfo");
+  std::string line;
+  while (std::getline(mi, line)) {  // "MemAvailable:   23456789 kB"
+    if (line.rfind("MemAvailable:", 0) != 0) continue;
+    std::istringstream ls(line.substr(13));
+    std::size_t kb = 0;
+    if (ls >> kb && kb > 0) return kb * 1024;
+  }
+  return std::nullopt;
+}
+
 std::vector<std::int64_t> parse_lengths(const std::string& text) {
   auto one = [&](std::string s) -> std::int64_t {
     LONGMIX_REQUIRE(!s.empty(), "--lengths: empty entry in '", text, "'");
@@ -408,12 +420,7 @@ int run_sweep(const SweepOptions& opt) {
     alloc.set_cap(static_cast<std::size_t>(*opt.memory_fraction * be->device_total_bytes()));
   else if (be->name() == "cpu") {
     // Without a cap the CPU would swap or be killed; take what the system says is available.
-    std::ifstream mi("/proc/meminfo");
-    std::string k;
-    std::size_t kb = 0;
-    while (mi >> k >> kb)
-      if (k == "MemAvailable:") break;
-    if (kb) alloc.set_cap(static_cast<std::size_t>(kb) * 1024 * 9 / 10);
+    if (const auto avail = available_memory_bytes()) alloc.set_cap(*avail / 10 * 9);
   }
   if (const auto cap = alloc.cap())
     std::cerr << "longmix: memory cap " << format_bytes(*cap) << " on " << be->name() << "\n";

@@ -47,6 +47,9 @@ constexpr double kCpuDefaultBudgetS = 420;
 // Parses "4k,8k,131072,1M" and ranges "4k..1M" (doubling). Throws InvalidArgument.
 std::vector<std::int64_t> parse_lengths(const std::string& text);
 
+// MemAvailable of /proc/meminfo in bytes (the CPU backend's default cap is 90% of it).
+std::optional<std::size_t> available_memory_bytes();
+
 // Returns the process exit status (0: every row recorded, checks passed).
 int run_sweep(const SweepOptions& opt);
 

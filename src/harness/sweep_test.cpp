@@ -54,6 +54,16 @@ TEST(ParseLengths, UnitsAndRanges) {
   EXPECT_THROW(parse_lengths(""), InvalidArgument);
 }
 
+TEST(Sweep, CpuDefaultCapIsTheAvailableMemory) {
+  const auto avail = available_memory_bytes();
+  ASSERT_TRUE(avail.has_value());
+  EXPECT_GT(*avail, 64ull << 20);
+  const std::string dir = tmpdir("cap");
+  const CliRun r = run_cli("sweep " + kTiny + "--backend cpu --ops flash --lengths 64 --out " + dir + " 2>&1; true");
+  EXPECT_NE(r.out.find("memory cap"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
 TEST(Cli, BadInputGivesOneClearMessageAndKeepsResults) {
   const std::string dir = tmpdir("bad");
   fs::create_directories(dir);

@@ -7,7 +7,9 @@
 //     kBlockM = 64, kBlockN = 256; S block and P·V through single-threaded sgemm on each
 //     OpenMP thread; causal blocks past the diagonal skipped; heavy (late) causal query blocks
 //     scheduled first. Scores are pre-scaled by scale·log2(e) so the softmax uses exp2.
-//     Figures: bench/NOTES.md.
+//     L = 4k, H = 4, d = 64 causal, 2-core AMD EPYC, idle: 84 GFLOP/s = 45% of sgemm.
+//   flash v2: kBlockM = 128, kBlockN = 512 (fewer, larger sgemm calls; 330 KB of scratch per
+//     thread stays in L2): 47.6–49.2% of sgemm in the same run. Also tried 64×512: 44%.
 #include <omp.h>
 
 #include <algorithm>
@@ -21,8 +23,8 @@
 namespace longmix {
 
 namespace {
-constexpr std::int64_t kBlockM = 64;
-constexpr std::int64_t kBlockN = 256;
+constexpr std::int64_t kBlockM = 128;
+constexpr std::int64_t kBlockN = 512;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();

@@ -85,7 +85,8 @@ std::string length_estimate(double L) {
 
 std::string fmt(double v, int sig = 3) {
   char buf[64];
-  if (v != 0 && (std::fabs(v) >= 1e5 || std::fabs(v) < 1e-3)) std::snprintf(buf, sizeof buf, "%.*e", sig - 1, v);
+  if (std::fabs(v) >= 1000 && std::fabs(v) < 1e7) std::snprintf(buf, sizeof buf, "%.0f", v);  // 1520, not 1.52e+03
+  else if (v != 0 && (std::fabs(v) >= 1e7 || std::fabs(v) < 1e-3)) std::snprintf(buf, sizeof buf, "%.*e", sig - 1, v);
   else std::snprintf(buf, sizeof buf, "%.*g", sig, v);
   return buf;
 }

@@ -8,6 +8,7 @@
 #include "common/compare.h"
 #include "common/rng.h"
 #include "harness/backend.h"
+#include "harness/cli_test_util.h"
 #include "harness/run_op.h"
 #include "io/tensor_io.h"
 #include "report/records.h"
@@ -16,19 +17,8 @@ namespace fs = std::filesystem;
 using namespace longmix;
 
 namespace {
-struct CliRun {
-  int code;
-  std::string out;
-};
-CliRun run_cli(const std::string& args) {
-  CliRun r{0, ""};
-  FILE* p = ::popen((std::string(LONGMIX_BIN) + " run " + args + " 2>&1").c_str(), "r");
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p)) r.out += buf;
-  const int st = ::pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using cli_test::CliRun;
+CliRun run_cli(const std::string& args) { return cli_test::run_longmix("run " + args); }
 struct Dir {
   fs::path p = fs::temp_directory_path() / ("longmix_run_" + std::to_string(::getpid()));
   Dir() { fs::remove_all(p); fs::create_directories(p); }

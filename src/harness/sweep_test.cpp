@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "harness/cli_test_util.h"
 #include "harness/sweep.h"
 #include "report/records.h"
 
@@ -17,21 +18,8 @@ using namespace longmix;
 
 namespace {
 
-struct CliRun {
-  int code;
-  std::string out;
-};
-
-CliRun run_cli(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + (env.empty() ? "" : " ") + std::string(LONGMIX_BIN) + " " + args + " 2>&1";
-  CliRun r{0, ""};
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p)) r.out += buf;
-  const int st = ::pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using cli_test::CliRun;
+CliRun run_cli(const std::string& args, const std::string& env = "") { return cli_test::run_longmix(args, env); }
 
 std::string tmpdir(const std::string& name) {
   const fs::path p = fs::temp_directory_path() / ("longmix_test_" + name + "_" + std::to_string(::getpid()));

@@ -9,16 +9,13 @@
 
 namespace longmix {
 
-namespace {
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-Row base_row(const Backend& be, const std::string& impl, const Workload& w) {
+Row row_of(const std::string& backend, const std::string& impl, const Workload& w) {
   Row r;
   r.L = w.L;
   r.impl = impl;
   r.op = w.op;
   r.scope = w.scope;
-  r.backend = be.name();
+  r.backend = backend;
   r.dtype = w.dtype;
   r.B = w.B;
   r.H = w.H;
@@ -27,6 +24,10 @@ Row base_row(const Backend& be, const std::string& impl, const Workload& w) {
   r.filter = w.filter_name();
   return r;
 }
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+Row base_row(const Backend& be, const std::string& impl, const Workload& w) { return row_of(be.name(), impl, w); }
 }  // namespace
 
 Row measure_row(Backend& be, const std::string& impl, const Workload& w, const RepPolicy& pol) {
@@ -51,7 +52,7 @@ Row measure_row(Backend& be, const std::string& impl, const Workload& w, const R
     // Peak memory of one call: everything held at once, inputs and weights included.
     const std::size_t before = alloc.current();
     alloc.reset_peak();
-    const double first = be.time_call([&] { runner->forward(); });
+    be.time_call([&] { runner->forward(); });
     const std::size_t peak = alloc.peak();
     r.mem_GB = peak / kGiB;
     r.work_GB = (peak - before) / kGiB;
@@ -69,7 +70,6 @@ Row measure_row(Backend& be, const std::string& impl, const Workload& w, const R
     be.synchronize();
     std::vector<double> t;
     double total = 0;
-    (void)first;
     while ((static_cast<int>(t.size()) < pol.min_reps || total < pol.min_seconds) &&
            static_cast<int>(t.size()) < pol.max_reps) {
       const double s = be.time_call([&] { runner->forward(); });

@@ -17,6 +17,9 @@ struct RepPolicy {
   int max_reps = 100000;
 };
 
+// A row naming what is measured (impl, workload, backend) with nothing measured yet.
+Row row_of(const std::string& backend, const std::string& impl, const Workload& w);
+
 Row measure_row(Backend& be, const std::string& impl, const Workload& w, const RepPolicy& pol);
 
 // Start-of-run correctness check of one implementation at a small shape.

@@ -172,10 +172,8 @@ namespace {
 // becomes this row's status=error and the next row starts in a fresh process.
 Row measure_row_isolated(const SweepOptions& opt, const std::string& backend, const std::string& impl,
                          const Workload& w, std::optional<std::size_t> cap) {
-  Row fallback;
-  fallback.L = w.L; fallback.impl = impl; fallback.op = w.op; fallback.scope = w.scope; fallback.backend = backend;
-  fallback.dtype = w.dtype; fallback.B = w.B; fallback.H = w.H; fallback.d = w.d; fallback.D = w.D();
-  fallback.filter = w.filter_name(); fallback.status = "error";
+  Row fallback = row_of(backend, impl, w);
+  fallback.status = "error";
   std::vector<std::string> args = {"/proc/self/exe", "row", "--backend", backend, "--impl", impl, "--op", w.op,
                                    "--scope", w.scope, "--batch", std::to_string(w.B), "--length", std::to_string(w.L),
                                    "--heads", std::to_string(w.H), "--head-dim", std::to_string(w.d), "--dtype", w.dtype,
@@ -496,14 +494,7 @@ int run_sweep(const SweepOptions& opt) {
       ++done;
       if (g_stop_requested) break;
       const Workload w = workload(op, L);
-      Row probe;
-      {
-        Row tmp;
-        tmp.impl = impl; tmp.scope = w.scope; tmp.dtype = w.dtype; tmp.B = w.B; tmp.H = w.H;
-        tmp.d = w.d; tmp.filter = w.filter_name(); tmp.L = L;
-        probe = tmp;
-      }
-      if (done_keys.count(probe.key())) continue;
+      if (done_keys.count(row_of(be->name(), impl, w).key())) continue;
       // Predict this row's cost from the measured rows of its curve.
       auto& pts = measured_time[impl];
       double cost = 0;
@@ -572,9 +563,7 @@ int run_sweep(const SweepOptions& opt) {
         });
         if (have) continue;
         const Workload w = workload(op, L);
-        Row r;
-        r.L = L; r.impl = impl; r.op = op; r.scope = w.scope; r.backend = be->name();
-        r.dtype = w.dtype; r.B = w.B; r.H = w.H; r.d = w.d; r.D = w.D(); r.filter = w.filter_name();
+        Row r = row_of(be->name(), impl, w);
         r.extrapolated = true;
         if (!ft || !fm) {
           r.status = "skipped";

@@ -1,4 +1,4 @@
-// The CUDA backend: attention-cuda (standard), flash-cudnn, hyena-cuda, in fp16/bf16, all
+// The CUDA backend: attention-cuda (standard), flash-cudnn, hyena-cuda, hyena-fused, in fp16/bf16, all
 // device memory through the project's caching allocator, timed with CUDA events.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -11,6 +11,7 @@
 #include "memory/cuda_allocator.h"
 #include "ops/attention/attention_cuda.h"
 #include "ops/hyena/hyena_cuda.h"
+#include "ops/hyena/hyena_fused.h"
 
 namespace longmix {
 
@@ -120,26 +121,37 @@ class CudaAttentionRunner final : public Runner {
   std::unique_ptr<CublasWorkspace> ws_;
 };
 
+// hyena-cuda allocates its output per call like the other ops; hyena-fused replays a CUDA graph
+// captured for fixed input and output addresses, so it keeps one output buffer for its life.
 class CudaHyenaRunner final : public Runner {
  public:
-  CudaHyenaRunner(const Problem& p, CudaContext& ctx, bool poison)
+  CudaHyenaRunner(const Problem& p, CudaContext& ctx, bool poison, bool fused)
       : ctx_(ctx), w_(p.w), t_(parse_dtype(p.w.dtype)), poison_(poison), ws_(ctx) {
     x_ = upload_as(*ctx.alloc, p.x, t_, ctx.stream);
-    plan_ = std::make_unique<HyenaCudaPlan>(p.hyena, w_.B, w_.L, t_, w_.filter_cached, ctx);
+    if (fused) {
+      fused_ = std::make_unique<HyenaFusedPlan>(p.hyena, w_.B, w_.L, t_, w_.filter_cached, ctx);
+      out_ = Buffer<char>(*ctx.alloc, size() * dtype_size(t_));
+    } else {
+      plan_ = std::make_unique<HyenaCudaPlan>(p.hyena, w_.B, w_.L, t_, w_.filter_cached, ctx);
+    }
   }
   void forward() override {
-    const std::size_t n = static_cast<std::size_t>(w_.B * w_.L * w_.D());
-    Buffer<char> y(*ctx_.alloc, n * dtype_size(t_));  // (B, L, D)
-    if (poison_) fill_nan_cuda(t_, y.data(), n, ctx_.stream);
+    if (fused_) {
+      if (poison_) fill_nan_cuda(t_, out_.data(), size(), ctx_.stream);
+      if (w_.scope == "core") fused_->core(x_.data(), out_.data());
+      else fused_->forward(x_.data(), out_.data());
+      return;
+    }
+    Buffer<char> y(*ctx_.alloc, size() * dtype_size(t_));  // (B, L, D)
+    if (poison_) fill_nan_cuda(t_, y.data(), size(), ctx_.stream);
     if (w_.scope == "core") plan_->core(x_.data(), y.data());
     else plan_->forward(x_.data(), y.data());
     out_ = std::move(y);
   }
-  std::vector<float> output() override {
-    return download(out_, static_cast<std::size_t>(w_.B * w_.L * w_.D()), t_, *ctx_.alloc, ctx_.stream);
-  }
+  std::vector<float> output() override { return download(out_, size(), t_, *ctx_.alloc, ctx_.stream); }
 
  private:
+  std::size_t size() const { return static_cast<std::size_t>(w_.B * w_.L * w_.D()); }
   CudaContext& ctx_;
   Workload w_;
   DType t_;
@@ -147,6 +159,7 @@ class CudaHyenaRunner final : public Runner {
   CublasWorkspace ws_;
   Buffer<char> x_, out_;
   std::unique_ptr<HyenaCudaPlan> plan_;
+  std::unique_ptr<HyenaFusedPlan> fused_;
 };
 
 class CudaBackend final : public Backend {
@@ -184,7 +197,7 @@ class CudaBackend final : public Backend {
   std::vector<std::string> impls(const std::string& op) const override {
     if (op == "flash") return {"flash-cudnn"};
     if (op == "attention") return {"attention-cuda"};
-    if (op == "hyena") return {"hyena-cuda"};
+    if (op == "hyena") return {"hyena-fused", "hyena-cuda"};
     return {};
   }
   std::string unsupported(const std::string& impl, const Workload& w) const override {
@@ -195,16 +208,18 @@ class CudaBackend final : public Backend {
       return cudnn_flash_unsupported(p, parse_dtype(w.dtype));
     }
     if (impl == "attention-cuda") return w.d % 8 ? "head dim must be a multiple of 8" : "";
-    if (impl == "hyena-cuda") {
+    if (impl == "hyena-cuda" || impl == "hyena-fused") {
       HyenaConfig cfg;
       cfg.D = w.D();
       cfg.order = w.order;
+      if (impl == "hyena-fused") return hyena_fused_unsupported(cfg, w.L, parse_dtype(w.dtype));
       return hyena_cuda_unsupported(cfg, parse_dtype(w.dtype));
     }
     return "no implementation '" + impl + "' on the GPU";
   }
   std::unique_ptr<Runner> make(const std::string& impl, const Problem& p) override {
-    if (impl == "hyena-cuda") return std::make_unique<CudaHyenaRunner>(p, ctx_, poison_);
+    if (impl == "hyena-cuda" || impl == "hyena-fused")
+      return std::make_unique<CudaHyenaRunner>(p, ctx_, poison_, impl == "hyena-fused");
     return std::make_unique<CudaAttentionRunner>(p, ctx_, impl == "flash-cudnn", poison_);
   }
   void synchronize() override { CUDA_CHECK(cudaStreamSynchronize(ctx_.stream)); }

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (device tool), from the repository root, with .carry/bundle.tar.xz
+# carried (bench/device/bundle.sh). Stages, given as arguments:
+#   tests    every GPU test (8 shards in parallel; the driver-memory test alone), memcheck and
+#            racecheck on small hyena-fused runs
+#   hyena    D = 256 Hyena sweep (hyena-fused, hyena-cuda) 4k..1M + the PyTorch reference Hyena
+#   profile  ncu kernel times of one hyena-fused forward at 4k and 128k (D = 256)
+#   full     the full sweeps D = 256 and D = 1024 (every op) with the same-run PyTorch peers
+# Logs and results go under $OUT (8 files at most come back: results are tarred).
+set -uo pipefail
+B=/tmp/lm
+mkdir -p $B && tar -C $B -xJf .carry/bundle.tar.xz
+export LD_LIBRARY_PATH=$B/lib:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:${LD_LIBRARY_PATH:-}
+export PATH=/usr/local/cuda/bin:$PATH
+PY=${PY:-python3}
+LOG=$OUT/run.log
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee -a $LOG
+for stage in "$@"; do
+  echo "=== stage $stage $(date -u +%T)" | tee -a $LOG
+  case $stage in
+    tests)
+      for i in $(seq 0 7); do
+        GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i $B/gpu_test --gtest_filter=-GpuMemory.DriverSees* \
+          > $OUT/shard$i.txt 2>&1 &
+      done
+      wait
+      cat $OUT/shard*.txt > $OUT/gpu_test.log && rm -f $OUT/shard*.txt
+      $B/gpu_test --gtest_filter=GpuMemory.DriverSees* >> $OUT/gpu_test.log 2>&1
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |^hyena-fused|FAILED  \]" $OUT/gpu_test.log | sort | uniq -c | tee -a $LOG
+      for tool in memcheck racecheck; do
+        timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 $B/gpu_test \
+          --gtest_filter='Ragged/GpuHyena.MatchesFloat64Reference/100:Ragged/GpuHyena.MatchesFloat64Reference/150' \
+          > $OUT/sanitizer_$tool.log 2>&1
+        echo "compute-sanitizer $tool rc=$? $(tail -1 $OUT/sanitizer_$tool.log)" | tee -a $LOG
+      done
+      ;;
+    hyena)
+      $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths 4k..1M --out $OUT/hyena256 \
+        --quiet 2>&1 | tail -5 | tee -a $LOG
+      $B/longmix sweep --ops hyena --impls hyena-fused --filter cached --lengths 4k..1M --out $OUT/hyena256c \
+        --quiet 2>&1 | tail -3 | tee -a $LOG
+      PYTHONUNBUFFERED=1 timeout 240 $PY bench/peers/peers.py --lengths 4k,8k,16k,32k,64k,128k,256k,512k,1M \
+        --impls torch-hyena --scopes layer --l-max 1M --out $OUT/hyena256/peers.json 2>&1 | tail -3 | tee -a $LOG
+      for f in $OUT/hyena256/results_hyena.csv $OUT/hyena256c/results_hyena.csv; do cut -d, -f1-3,9 $f | tee -a $LOG; done
+      tar -C $OUT -czf $OUT/hyena256.tgz hyena256 hyena256c && rm -rf $OUT/hyena256 $OUT/hyena256c
+      ;;
+    profile)
+      for L in 4k 128k; do
+        timeout 200 ncu --graph-profiling node --metrics gpu__time_duration.sum,dram__bytes.sum \
+          $B/longmix sweep --ops hyena --impls hyena-fused --lengths $L --warmup 1 --min-reps 1 --min-seconds 0 \
+          --out /tmp/prof$L --quiet > $OUT/ncu_$L.txt 2>&1
+        echo "ncu $L rc=$?" | tee -a $LOG
+      done
+      ;;
+    full)
+      for H in 4 16; do
+        timeout 280 $B/longmix sweep --lengths 4k..1M --heads $H --out $OUT/d$((H*64)) --quiet 2>&1 | tail -3 | tee -a $LOG
+        PYTHONUNBUFFERED=1 timeout 200 $PY bench/peers/peers.py --lengths 4k,8k,16k,32k,64k,128k,256k,512k,1M \
+          --heads $H --naive-max 32k --l-max 1M --out $OUT/d$((H*64))/peers.json 2>&1 | tail -2 | tee -a $LOG
+      done
+      tar -C $OUT -czf $OUT/full.tgz d256 d1024 && rm -rf $OUT/d256 $OUT/d1024
+      ;;
+  esac
+done
+echo "=== done $(date -u +%T)" | tee -a $LOG

@@ -1,0 +1,441 @@
+// hyena-fused: the plan, the filter MLP kernel, layout kernels and the dispatch over FFT sizes.
+// See hyena_fused.h for the design and hyena_fused_fft.cuh for the FFT passes.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "common/cuda_check.h"
+#include "ops/hyena/hyena_fused.h"
+#include "ops/hyena/hyena_fused_params.h"
+
+namespace longmix {
+
+cudaDataType_t cuda_dtype(DType t);  // cuda_util.cu
+
+namespace {
+
+using fused::PassParams;
+
+constexpr int kFM = 64;       // widest filter MLP supported (F ≤ 64)
+constexpr int kMaxE = 8;      // widest positional embedding supported
+constexpr int kMaxMid = 12;   // inner MLP layers held in shared memory at once
+constexpr int kKpad = 8;      // out_proj's K padding: one row of ones (bias) + zeros
+constexpr std::int64_t kMinFft = 4096, kMaxFft = 1ll << 22;
+
+// Filter MLP, every layer but the last, one time point per thread (SPEC §3 step 4):
+// act (L, F) = Sin(… Sin(Linear(z_pos))). Weights packed (see pack_mlp) and staged in shared
+// memory; rows past F are zero so the unrolled loops need no guards.
+__global__ void __launch_bounds__(128) filter_hidden_kernel(const float* __restrict__ pz, int E, std::int64_t L,
+                                                            const float* __restrict__ packed, int packed_n,
+                                                            int nmid, int F, float* __restrict__ act) {
+  extern __shared__ __align__(16) float sm[];
+  for (int i = threadIdx.x; i < packed_n; i += blockDim.x) sm[i] = packed[i];
+  __syncthreads();
+  const std::int64_t t = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (t >= L) return;
+  const float* W0 = sm;                 // (kFM, E)
+  const float* b0 = W0 + kFM * E;       // (kFM)
+  const float* freq = b0 + kFM;         // (kFM)
+  const float* mid = freq + kFM;        // nmid × [WT (kFM in, kFM out), b (kFM)]
+  float zp[kMaxE];
+#pragma unroll
+  for (int e = 0; e < kMaxE; ++e) zp[e] = e < E ? pz[t * E + e] : 0.0f;
+  float a[kFM];
+#pragma unroll
+  for (int f = 0; f < kFM; ++f) {
+    float acc = b0[f];
+#pragma unroll
+    for (int e = 0; e < kMaxE; ++e)
+      if (e < E) acc += W0[f * E + e] * zp[e];
+    a[f] = sinf(freq[f] * acc);
+  }
+  for (int l = 0; l < nmid; ++l) {
+    const float* WT = mid + l * (kFM * kFM + kFM);
+    const float* bl = WT + kFM * kFM;
+    float nx[kFM];
+#pragma unroll
+    for (int f = 0; f < kFM; ++f) nx[f] = bl[f];
+#pragma unroll
+    for (int e = 0; e < kFM; ++e) {
+      const float ae = a[e];
+      const float4* row = reinterpret_cast<const float4*>(WT + e * kFM);
+#pragma unroll
+      for (int q = 0; q < kFM / 4; ++q) {
+        const float4 w = row[q];
+        nx[4 * q] += w.x * ae;
+        nx[4 * q + 1] += w.y * ae;
+        nx[4 * q + 2] += w.z * ae;
+        nx[4 * q + 3] += w.w * ae;
+      }
+    }
+#pragma unroll
+    for (int f = 0; f < kFM; ++f) a[f] = sinf(freq[f] * nx[f]);
+  }
+  float* out = act + t * F;
+#pragma unroll
+  for (int f = 0; f < kFM; ++f)
+    if (f < F) out[f] = a[f];
+}
+
+// out (B, Cc, R) = transpose of in (B, R, Cc), 2-byte elements. Grid (ceil(Cc/32), ceil(R/32), B).
+__global__ void transpose16_kernel(const unsigned short* __restrict__ in, unsigned short* __restrict__ out,
+                                   std::int64_t R, std::int64_t Cc) {
+  __shared__ unsigned short tile[32][33];
+  const std::int64_t b = blockIdx.z, r0 = std::int64_t(blockIdx.y) * 32, c0 = std::int64_t(blockIdx.x) * 32;
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    const std::int64_t r = r0 + i, c = c0 + threadIdx.x;
+    if (r < R && c < Cc) tile[i][threadIdx.x] = in[(b * R + r) * Cc + c];
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    const std::int64_t c = c0 + i, r = r0 + threadIdx.x;
+    if (r < R && c < Cc) out[(b * Cc + c) * R + r] = tile[threadIdx.x][i];
+  }
+}
+
+// Rows D .. D+kKpad-1 of each batch of yg (B, D + kKpad, L): ones (out_proj's bias row), zeros.
+__global__ void bias_rows_kernel(unsigned short* __restrict__ yg, std::int64_t D, std::int64_t L, std::int64_t B,
+                                 unsigned short one) {
+  const std::int64_t n = B * kKpad * L;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t b = i / (kKpad * L), rem = i - b * kKpad * L, r = rem / L, t = rem - r * L;
+    yg[(b * (D + kKpad) + D + r) * L + t] = r == 0 ? one : 0;
+  }
+}
+
+unsigned grid1d(std::int64_t n) {
+  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((n + 255) / 256, 132 * 16)));
+}
+
+std::int64_t fft_size_for(std::int64_t L) {
+  std::int64_t n = kMinFft;
+  while (n < 2 * L) n *= 2;
+  return n;
+}
+
+// N = N1·N2, N1 ≤ N2 ≤ 2·N1.
+void split(std::int64_t N, int* n1, int* n2) {
+  int lg = 0;
+  while ((1ll << lg) < N) ++lg;
+  *n1 = 1 << (lg / 2);
+  *n2 = static_cast<int>(N / *n1);
+}
+
+#define LONGMIX_SIZE_SWITCH(n, F, ...)            \
+  switch (n) {                                    \
+    case 64: F<64>(__VA_ARGS__); break;           \
+    case 128: F<128>(__VA_ARGS__); break;         \
+    case 256: F<256>(__VA_ARGS__); break;         \
+    case 512: F<512>(__VA_ARGS__); break;         \
+    case 1024: F<1024>(__VA_ARGS__); break;       \
+    case 2048: F<2048>(__VA_ARGS__); break;       \
+    default: throw RuntimeFailure("hyena-fused: no FFT of size " + std::to_string(n)); \
+  }
+
+int col_width_of(int n) {
+  switch (n) {
+    case 64: return fused::col_width<64>();
+    case 128: return fused::col_width<128>();
+    case 256: return fused::col_width<256>();
+    case 512: return fused::col_width<512>();
+    case 1024: return fused::col_width<1024>();
+    case 2048: return fused::col_width<2048>();
+  }
+  throw RuntimeFailure("hyena-fused: no FFT of size " + std::to_string(n));
+}
+
+Buffer<char> upload(Allocator& a, const std::vector<float>& v, DType t, cudaStream_t s) {
+  Buffer<char> out(a, v.size() * dtype_size(t));
+  if (v.empty()) return out;
+  Buffer<float> tmp(a, v.size());
+  CUDA_CHECK(cudaMemcpyAsync(tmp.data(), v.data(), v.size() * 4, cudaMemcpyHostToDevice, s));
+  if (t == DType::kF32) CUDA_CHECK(cudaMemcpyAsync(out.data(), tmp.data(), v.size() * 4, cudaMemcpyDeviceToDevice, s));
+  else convert_from_float_cuda(t, tmp.data(), out.data(), v.size(), s);
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  return out;
+}
+
+std::size_t align256(std::size_t n) { return (n + 255) / 256 * 256; }
+
+}  // namespace
+
+std::string hyena_fused_unsupported(const HyenaConfig& cfg, std::int64_t L, DType t) {
+  if (t == DType::kF32) return "hyena-fused stores fp16 or bf16";
+  if (cfg.D % 2) return "hyena-fused transforms channels in pairs: D must be even (D=" + std::to_string(cfg.D) + ")";
+  if (cfg.filter_order > kFM)
+    return "hyena-fused: filter MLP width " + std::to_string(cfg.filter_order) + " (supported: up to " +
+           std::to_string(kFM) + ")";
+  if (cfg.emb_dim > kMaxE) return "hyena-fused: emb_dim " + std::to_string(cfg.emb_dim) + " (supported: up to 8)";
+  if (cfg.num_inner_mlps > kMaxMid)
+    return "hyena-fused: " + std::to_string(cfg.num_inner_mlps) + " inner MLP layers (supported: up to 12)";
+  if (cfg.short_filter_order > 9)
+    return "hyena-fused: short filter of length " + std::to_string(cfg.short_filter_order) + " (supported: up to 9)";
+  if (fft_size_for(L) > kMaxFft)
+    return "hyena-fused: L=" + std::to_string(L) + " needs an FFT longer than " + std::to_string(kMaxFft) +
+           " (supported: L up to " + std::to_string(kMaxFft / 2) + ")";
+  return {};
+}
+
+struct HyenaFusedPlan::Impl {
+  HyenaConfig cfg;
+  std::int64_t B = 0, L = 0, N = 0, D = 0, C = 0, Dh = 0, Kp = 0;
+  int N1 = 0, N2 = 0, F = 0;
+  DType t = DType::kF16;
+  bool cached = false;
+  HyenaFusedOptions opt;
+  CudaContext ctx;
+  std::size_t ssz = 4;  // bytes of one stored complex value
+  // Weights: projections in dtype t, the rest fp32.
+  Buffer<char> w_in, w_out_aug, b_in, sw, sb, fbias, pz, pt, deltas, mlp_packed, w_last;
+  int packed_n = 0;
+  // The arena: R0 = max(act + h, zT + Ts), R1 = max(Tf, yg) (yg only when cached), R2 = prev.
+  Buffer<char> arena, tf_cached;
+  std::size_t off_r1 = 0, off_r2 = 0, act_bytes = 0, zt_bytes = 0;
+  // The captured forward, for the (input, output, scope) it was captured with.
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  const void* g_in = nullptr;
+  void* g_out = nullptr;
+  bool g_core = false;
+
+  ~Impl() { drop_graph(); }
+  void drop_graph() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    exec = nullptr;
+    graph = nullptr;
+  }
+
+  char* R0() { return arena.data(); }
+  char* R1() { return arena.data() + off_r1; }
+  char* R2() { return arena.data() + off_r2; }
+  void* Tf() { return cached ? static_cast<void*>(tf_cached.data()) : static_cast<void*>(R1()); }
+  const float* f(const Buffer<char>& b) const { return reinterpret_cast<const float*>(b.data()); }
+
+  PassParams base_params() {
+    PassParams P;
+    P.L = L; P.N = N; P.D = D; P.C = C; P.N1 = N1; P.N2 = N2;
+    P.K = cfg.short_filter_order;
+    P.half_D = D / 2;
+    P.bf16 = t == DType::kBF16;
+    P.sw = f(sw); P.sb = f(sb);
+    P.tgrid = f(pt); P.deltas = f(deltas); P.shift = cfg.shift; P.skip = f(fbias);
+    P.inv_n = 1.0f / static_cast<float>(N);
+    return P;
+  }
+
+  void col(bool fwd, const PassParams& P, std::int64_t pairs) {
+    LONGMIX_SIZE_SWITCH(N1, fused::launch_col, fwd, opt.fp16_spectra, P, pairs, ctx.stream);
+  }
+  void row(const PassParams& P, std::int64_t pairs) {
+    LONGMIX_SIZE_SWITCH(N2, fused::launch_row, opt.fp16_spectra, P, pairs, ctx.stream);
+  }
+
+  // The filter's pass-A transform (Dh/2 pairs) into tf, from the weights alone.
+  void filter_transform(void* tf, float* act, float* h) {
+    filter_hidden_kernel<<<unsigned((L + 127) / 128), 128, packed_n * sizeof(float), ctx.stream>>>(
+        f(pz), cfg.emb_dim, L, f(mlp_packed), packed_n, cfg.num_inner_mlps, F, act);
+    CUDA_CHECK_LAUNCH();
+    // Column-major h (L, Dh) = actᵀ (L, F) · W_lastᵀ: row-major h (Dh, L). TF32 tensor cores.
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(cublasGemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(L), int(Dh), F, &one, act, CUDA_R_32F, F,
+                              w_last.data(), CUDA_R_32F, F, &zero, h, CUDA_R_32F, int(L),
+                              CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+    PassParams P = base_params();
+    P.src = fused::kSrcFilter;
+    P.h = h;
+    P.T = tf;
+    col(true, P, Dh / 2);
+  }
+
+  // The whole forward on the stream. layer: in = u (B, L, D); core: in = z (B, L, C).
+  void enqueue(const void* in, void* out, bool core) {
+    if (!cached) filter_transform(R1(), reinterpret_cast<float*>(R0()), reinterpret_cast<float*>(R0() + act_bytes));
+    void* zT = R0();
+    void* Ts = R0() + zt_bytes;
+    if (core) {
+      const dim3 g(unsigned((C + 31) / 32), unsigned((L + 31) / 32), unsigned(B));
+      transpose16_kernel<<<g, dim3(32, 8), 0, ctx.stream>>>(static_cast<const unsigned short*>(in),
+                                                            static_cast<unsigned short*>(zT), L, C);
+      CUDA_CHECK_LAUNCH();
+    } else {
+      // Column-major zT (L, C) per batch = uᵀ (L, D) · W_inᵀ: row-major (C, L), channel-major.
+      const float one = 1.0f, zero = 0.0f;
+      CUBLAS_CHECK(cublasGemmStridedBatchedEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(L), int(C), int(D), &one, in,
+                                              cuda_dtype(t), int(D), L * D, w_in.data(), cuda_dtype(t), int(D), 0,
+                                              &zero, zT, cuda_dtype(t), int(L), C * L, int(B), CUBLAS_COMPUTE_32F,
+                                              CUBLAS_GEMM_DEFAULT));
+    }
+    const int order = cfg.order;
+    void* yg = R1();  // the final gated output (B, rows, L)
+    const std::int64_t rows = core ? D : Kp;
+    for (int o = 0; o < order - 1; ++o) {
+      PassParams P = base_params();
+      P.zT = zT;
+      P.b_in = core ? nullptr : f(b_in);
+      P.o = o;
+      P.g_a = order;
+      P.g_b = order - 1 - o;
+      P.src = o == 0 ? fused::kSrcConvProduct : fused::kSrcPrevTimesConv;
+      P.prev = reinterpret_cast<const float*>(R2());
+      P.T = Ts;
+      P.Tf = Tf();
+      col(true, P, B * D / 2);
+      row(P, B * D / 2);
+      const bool last = o == order - 2;
+      P.dst = last ? fused::kDstFinal : fused::kDstPrev;
+      P.out = last ? yg : static_cast<void*>(R2());
+      P.out_rows = last ? rows : D;
+      col(false, P, B * D / 2);
+    }
+    if (core) {
+      const dim3 g(unsigned((L + 31) / 32), unsigned((D + 31) / 32), unsigned(B));
+      transpose16_kernel<<<g, dim3(32, 8), 0, ctx.stream>>>(static_cast<const unsigned short*>(yg),
+                                                            static_cast<unsigned short*>(out), D, L);
+      CUDA_CHECK_LAUNCH();
+    } else {
+      const unsigned short one = t == DType::kBF16 ? 0x3F80 : 0x3C00;
+      bias_rows_kernel<<<grid1d(B * kKpad * L), 256, 0, ctx.stream>>>(static_cast<unsigned short*>(yg), D, L, B, one);
+      CUDA_CHECK_LAUNCH();
+      // Column-major y (D, L) per batch = W_out_aug (D, Kp) · yg (Kp, L): row-major y (L, D).
+      const float one_f = 1.0f, zero = 0.0f;
+      CUBLAS_CHECK(cublasGemmStridedBatchedEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_T, int(D), int(L), int(Kp), &one_f,
+                                              w_out_aug.data(), cuda_dtype(t), int(Kp), 0, yg, cuda_dtype(t), int(L),
+                                              Kp * L, &zero, out, cuda_dtype(t), int(D), L * D, int(B),
+                                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+  }
+
+  void run(const void* in, void* out, bool core) {
+    if (!opt.graph) {
+      enqueue(in, out, core);
+      return;
+    }
+    if (!exec || in != g_in || out != g_out || core != g_core) {
+      drop_graph();
+      CUDA_CHECK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal));
+      try {
+        enqueue(in, out, core);
+      } catch (...) {
+        cudaGraph_t g = nullptr;
+        cudaStreamEndCapture(ctx.stream, &g);
+        if (g) cudaGraphDestroy(g);
+        throw;
+      }
+      CUDA_CHECK(cudaStreamEndCapture(ctx.stream, &graph));
+      CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      g_in = in;
+      g_out = out;
+      g_core = core;
+    }
+    CUDA_CHECK(cudaGraphLaunch(exec, ctx.stream));
+  }
+};
+
+HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64_t L, DType t, bool cache_filter,
+                               CudaContext& ctx, HyenaFusedOptions opt)
+    : impl_(std::make_unique<Impl>()) {
+  w.validate();
+  const std::string why = hyena_fused_unsupported(w.cfg, L, t);
+  LONGMIX_REQUIRE(why.empty(), why);
+  LONGMIX_REQUIRE(B > 0 && L > 0, "hyena-fused: B and L must be positive");
+  LONGMIX_REQUIRE(L <= w.cfg.l_max, "hyena: L=", L, " is longer than l_max=", w.cfg.l_max,
+                  " of these weights (the filter's time grid is fixed by l_max)");
+  Impl& m = *impl_;
+  m.cfg = w.cfg;
+  m.B = B;
+  m.L = L;
+  m.D = w.cfg.D;
+  m.C = w.cfg.C();
+  m.Dh = w.cfg.Dh();
+  m.Kp = m.D + kKpad;
+  m.F = w.cfg.filter_order;
+  m.t = t;
+  m.cached = cache_filter;
+  m.opt = opt;
+  m.ctx = ctx;
+  m.N = fft_size_for(L);
+  split(m.N, &m.N1, &m.N2);
+  m.ssz = opt.fp16_spectra ? 4 : 8;
+  LONGMIX_REQUIRE(m.N2 % col_width_of(m.N1) == 0, "hyena-fused: N2=", m.N2, " is not a multiple of the column width");
+  Allocator& a = *ctx.alloc;
+  cudaStream_t s = ctx.stream;
+  const std::int64_t D = m.D, C = m.C, F = m.F;
+
+  // Weights.
+  m.w_in = upload(a, w.in_proj_weight, t, s);
+  {
+    std::vector<float> aug(static_cast<std::size_t>(D * m.Kp), 0.0f);  // (D, Kp): [W_out | b_out | 0]
+    for (std::int64_t e = 0; e < D; ++e) {
+      for (std::int64_t c = 0; c < D; ++c) aug[e * m.Kp + c] = w.out_proj_weight[e * D + c];
+      aug[e * m.Kp + D] = w.out_proj_bias[e];
+    }
+    m.w_out_aug = upload(a, aug, t, s);
+  }
+  m.b_in = upload(a, w.in_proj_bias, DType::kF32, s);
+  m.sw = upload(a, w.short_filter_weight, DType::kF32, s);
+  m.sb = upload(a, w.short_filter_bias, DType::kF32, s);
+  m.fbias = upload(a, w.filter_bias, DType::kF32, s);
+  m.pz = upload(a, w.pos_emb_z, DType::kF32, s);
+  m.pt = upload(a, w.pos_emb_t, DType::kF32, s);
+  m.deltas = upload(a, w.modulation_deltas, DType::kF32, s);
+  m.w_last = upload(a, w.mlp_weight.back(), DType::kF32, s);
+  {
+    const int E = w.cfg.emb_dim, nmid = w.cfg.num_inner_mlps;
+    std::vector<float> pk(static_cast<std::size_t>(kFM * E + 2 * kFM + nmid * (kFM * kFM + kFM)), 0.0f);
+    for (int fo = 0; fo < F; ++fo) {
+      for (int e = 0; e < E; ++e) pk[fo * E + e] = w.mlp_weight[0][fo * E + e];
+      pk[kFM * E + fo] = w.mlp_bias[0][fo];
+      pk[kFM * E + kFM + fo] = w.freq[fo];
+    }
+    for (int l = 0; l < nmid; ++l) {
+      float* WT = pk.data() + kFM * E + 2 * kFM + l * (kFM * kFM + kFM);
+      const auto& W = w.mlp_weight[l + 1];  // (F out, F in)
+      for (int fo = 0; fo < F; ++fo) {
+        for (int e = 0; e < F; ++e) WT[e * kFM + fo] = W[fo * F + e];
+        WT[kFM * kFM + fo] = w.mlp_bias[l + 1][fo];
+      }
+    }
+    m.packed_n = static_cast<int>(pk.size());
+    m.mlp_packed = upload(a, pk, DType::kF32, s);
+    CUDA_CHECK(cudaFuncSetAttribute(filter_hidden_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(pk.size() * sizeof(float))));
+  }
+  LONGMIX_SIZE_SWITCH(m.N1, fused::prepare_size, );
+  LONGMIX_SIZE_SWITCH(m.N2, fused::prepare_size, );
+
+  // The arena.
+  const std::size_t es = dtype_size(t);
+  const std::size_t zt = align256(static_cast<std::size_t>(B * C * L) * es);
+  const std::size_t ts = align256(static_cast<std::size_t>(B * (D / 2) * m.N) * m.ssz);
+  const std::size_t act = align256(static_cast<std::size_t>(L * F) * 4);
+  const std::size_t h = align256(static_cast<std::size_t>(m.Dh * L) * 4);
+  const std::size_t tf = align256(static_cast<std::size_t>((m.Dh / 2) * m.N) * m.ssz);
+  const std::size_t yg = align256(static_cast<std::size_t>(B * m.Kp * L) * es);
+  const std::size_t prev = w.cfg.order > 2 ? align256(static_cast<std::size_t>(B * D * L) * 4) : 0;
+  m.zt_bytes = zt;
+  m.act_bytes = act;
+  const std::size_t r0 = std::max(cache_filter ? 0 : act + h, zt + ts);
+  const std::size_t r1 = cache_filter ? yg : std::max(tf, yg);
+  m.off_r1 = r0;
+  m.off_r2 = r0 + r1;
+  if (cache_filter) {
+    m.tf_cached = Buffer<char>(a, tf);
+    Buffer<char> act_b(a, act), h_b(a, h);
+    m.filter_transform(m.tf_cached.data(), reinterpret_cast<float*>(act_b.data()), reinterpret_cast<float*>(h_b.data()));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  m.arena = Buffer<char>(a, r0 + r1 + prev);
+}
+
+HyenaFusedPlan::~HyenaFusedPlan() = default;
+
+void HyenaFusedPlan::forward(const void* u, void* y) { impl_->run(u, y, false); }
+void HyenaFusedPlan::core(const void* z, void* yg) { impl_->run(z, yg, true); }
+std::int64_t HyenaFusedPlan::fft_size() const { return impl_->N; }
+
+}  // namespace longmix

@@ -1,0 +1,50 @@
+// hyena-fused: SPEC §3 computed with the long convolution as a four-step FFT whose passes carry
+// the short conv, the gates, the skip term and the filter's modulation (hyena_fused_fft.cuh),
+// channel-major activations so every pass reads whole time rows, the filter MLP's hidden layers
+// in one kernel, fp16 spectra between passes (fp32 arithmetic), one workspace arena whose
+// regions are reused by lifetime, and the whole forward replayed as one CUDA graph.
+//
+// Forward (B, L, D) → (B, L, D), order 2, per call:
+//   in_proj (cuBLAS, output channel-major zT (B, C, L)) · filter hidden layers (one kernel) ·
+//   filter last layer (cuBLAS TF32, h (Dh, L)) · pass A on the filter · pass A on the signal ·
+//   pass B · pass A⁻¹ (× x0) · out_proj (cuBLAS; its bias folded in as an extra K row of ones).
+//
+// Versions (H200, D = 256, fp16, B = 1; bench/NOTES.md has the floors and the profiles)
+//   v1: the design above.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "common/cuda_context.h"
+#include "ops/hyena/hyena.h"
+
+namespace longmix {
+
+struct HyenaFusedOptions {
+  bool fp16_spectra = true;  // intermediates between FFT passes as __half2 (else float2)
+  bool graph = true;         // replay the forward as one CUDA graph
+};
+
+class HyenaFusedPlan {
+ public:
+  HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64_t L, DType t, bool cache_filter,
+                 CudaContext& ctx, HyenaFusedOptions opt = {});
+  ~HyenaFusedPlan();
+  HyenaFusedPlan(const HyenaFusedPlan&) = delete;
+  HyenaFusedPlan& operator=(const HyenaFusedPlan&) = delete;
+
+  // u, y: (B, L, D) in dtype t. Pointers must stay valid while the graph for them is kept.
+  void forward(const void* u, void* y);
+  // z: (B, L, C) in_proj output (bias included); yg: (B, L, D) = v ⊙ x0.
+  void core(const void* z, void* yg);
+  std::int64_t fft_size() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Empty when hyena-fused can run this configuration, else the reason.
+std::string hyena_fused_unsupported(const HyenaConfig& cfg, std::int64_t L, DType t);
+
+}  // namespace longmix

@@ -1,0 +1,338 @@
+// hyena-fused: the long convolution as a four-step FFT whose passes carry Hyena's pointwise
+// work. Included only by the per-size translation units hyena_fused_n*.cu (cuFFTDx is slow to
+// compile; one size per file builds in parallel).
+//
+// Per channel pair (a, b) the causal convolution runs as one complex FFT of size N = N1·N2 ≥ 2L
+// (power of two) of x = v_a + i·v_b (zero padded); the two real spectra are separated in the
+// frequency domain from Z[k] and Z[N−k] (and likewise the filter pair's), so no transform is
+// wasted on zero imaginary parts and no real-FFT pre/post pass is needed.
+//
+//   pass A (columns, "col_fwd"): per column n2, X1[k1] = Σ_{n1} x[n1·N2 + n2]·W_{N1}^{n1·k1},
+//       then the twiddle W_N^{n2·k1}. The source x is built in the prologue straight from the
+//       projection output: short depthwise conv + gate (or the filter with its modulation).
+//   pass B ("row"): per row pair (k1, N1−k1), the N2-point FFTs of signal and filter rows,
+//       Y = H_a·A + i·H_b·B with the skip term added to H and 1/N folded in, inverse N2-point
+//       FFTs, written back in place.
+//   pass A⁻¹ ("col_inv"): twiddle W_N^{−n2·k1}, inverse N1-point column FFTs; the epilogue
+//       multiplies by the x0 gate (short conv on the fly) and writes (B, D, L) channel-major.
+//
+// Intermediates between passes are stored as S (float2 or __half2); all arithmetic is fp32.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cufftdx.hpp>
+
+#include "ops/hyena/hyena_fused_params.h"
+
+namespace longmix::fused {
+
+__device__ __forceinline__ float ld_act(const void* p, long long i, bool bf16) {
+  return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i])
+              : __half2float(static_cast<const __half*>(p)[i]);
+}
+__device__ __forceinline__ void st_act(void* p, long long i, float v, bool bf16) {
+  if (bf16) static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+  else static_cast<__half*>(p)[i] = __float2half_rn(v);
+}
+
+template <typename S> __device__ __forceinline__ float2 load_c(const S* p, long long i);
+template <> __device__ __forceinline__ float2 load_c<float2>(const float2* p, long long i) { return p[i]; }
+template <> __device__ __forceinline__ float2 load_c<__half2>(const __half2* p, long long i) {
+  return __half22float2(p[i]);
+}
+template <typename S> __device__ __forceinline__ void store_c(S* p, long long i, float2 v);
+template <> __device__ __forceinline__ void store_c<float2>(float2* p, long long i, float2 v) { p[i] = v; }
+template <> __device__ __forceinline__ void store_c<__half2>(__half2* p, long long i, float2 v) {
+  p[i] = __float22half2_rn(v);
+}
+
+// Short causal depthwise conv of projection channel ch (of C) of batch b at time t (SPEC §3 step 2;
+// in_proj's bias added here; zero for negative time).
+__device__ __forceinline__ float sconv(const PassParams& P, long long b, long long ch, long long t) {
+  const long long base = (b * P.C + ch) * P.L;
+  const float bias = P.b_in ? P.b_in[ch] : 0.0f;
+  float acc = P.sb[ch];
+  for (int j = 0; j < P.K; ++j) {
+    const long long ts = t + j - (P.K - 1);
+    if (ts >= 0) acc += P.sw[ch * P.K + j] * (ld_act(P.zT, base + ts, P.bf16) + bias);
+  }
+  return acc;
+}
+
+// The source value of channel c (0..D-1 within the pair's batch, or the filter channel) at t < L.
+__device__ __forceinline__ float source(const PassParams& P, long long b, long long c, long long t) {
+  switch (P.src) {
+    case kSrcConvProduct:
+      return sconv(P, b, P.g_a * P.D + c, t) * sconv(P, b, P.g_b * P.D + c, t);
+    case kSrcPrevTimesConv:
+      return P.prev[(b * P.D + c) * P.L + t] * sconv(P, b, P.g_b * P.D + c, t);
+    default: {  // kSrcFilter: c is the filter channel (of Dh)
+      return P.h[c * P.L + t] * (__expf(-P.tgrid[t] * fabsf(P.deltas[c])) + P.shift);
+    }
+  }
+}
+
+__device__ __forceinline__ float2 cmul(float2 a, float2 b) {
+  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+// W_N^{±m} = exp(∓2πi·m/N) for 0 <= m < N, N a power of two (the argument is exact in fp32).
+__device__ __forceinline__ float2 twiddle(long long m, long long N, float sign) {
+  float s, c;
+  sincospif(sign * 2.0f * float(m) / float(N), &s, &c);
+  return make_float2(c, s);
+}
+
+// Column FFTs of size N1, W columns per block (W coalesced neighbours along time).
+template <int N1, cufftdx::fft_direction Dir, int W>
+using ColFftT = decltype(cufftdx::Size<N1>() + cufftdx::Precision<float>() +
+                         cufftdx::Type<cufftdx::fft_type::c2c>() + cufftdx::Direction<Dir>() +
+                         cufftdx::FFTsPerBlock<W>() + cufftdx::SM<900>() + cufftdx::Block());
+template <int N1>
+struct ColCfg {
+  using Probe = decltype(cufftdx::Size<N1>() + cufftdx::Precision<float>() +
+                         cufftdx::Type<cufftdx::fft_type::c2c>() +
+                         cufftdx::Direction<cufftdx::fft_direction::forward>() + cufftdx::SM<900>() +
+                         cufftdx::Block());
+  static constexpr int kThreadsPerFft = N1 / Probe::elements_per_thread;
+  static constexpr int W = (1024 / kThreadsPerFft) < 16 ? (1024 / kThreadsPerFft) : 16;
+  using Fwd = ColFftT<N1, cufftdx::fft_direction::forward, W>;
+  using Inv = ColFftT<N1, cufftdx::fft_direction::inverse, W>;
+  static_assert(Fwd::block_dim.x == Inv::block_dim.x && Fwd::block_dim.y == W, "column FFT layout");
+  static constexpr int kThreads = Fwd::block_dim.x * W;
+  static constexpr int kTileBytes = N1 * (W + 1) * 8;
+  static constexpr int kSmem = kTileBytes > int(Fwd::shared_memory_size)
+                                   ? (kTileBytes > int(Inv::shared_memory_size) ? kTileBytes : int(Inv::shared_memory_size))
+                                   : (int(Fwd::shared_memory_size) > int(Inv::shared_memory_size)
+                                          ? int(Fwd::shared_memory_size) : int(Inv::shared_memory_size));
+};
+
+// Pair p of the launch: signal pairs are (batch, channel pair); filter pairs index Dh/2.
+__device__ __forceinline__ void pair_channels(const PassParams& P, long long p, long long* b, long long* c) {
+  if (P.src == kSrcFilter) {
+    *b = 0;
+    *c = 2 * p;
+  } else {
+    *b = p / P.half_D;
+    *c = 2 * (p % P.half_D);
+  }
+}
+
+// pass A. Grid (N2 / W, pairs). T: (pairs, N1, N2).
+template <int N1, typename S>
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParams P) {
+  using Cfg = ColCfg<N1>;
+  using FFT = typename Cfg::Fwd;
+  using CT = typename FFT::value_type;
+  constexpr int W = Cfg::W, TW = W + 1;
+  extern __shared__ __align__(16) unsigned char smem[];
+  float2* tile = reinterpret_cast<float2*>(smem);  // [N1][W+1]
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x, nth = Cfg::kThreads;
+  const long long p = blockIdx.y, col0 = static_cast<long long>(blockIdx.x) * W, N2 = P.N2;
+  long long b, c;
+  pair_channels(P, p, &b, &c);
+  for (int idx = tid; idx < (N1 / 2) * W; idx += nth) {
+    const int n1 = idx / W, w = idx % W;
+    const long long t = n1 * N2 + col0 + w;
+    float2 v = make_float2(0.0f, 0.0f);
+    if (t < P.L) v = make_float2(source(P, b, c, t), source(P, b, c + 1, t));
+    tile[n1 * TW + w] = v;
+  }
+  __syncthreads();
+  CT td[FFT::storage_size];
+  const int w = threadIdx.y;
+#pragma unroll
+  for (int i = 0; i < FFT::elements_per_thread; ++i) {
+    const int n1 = threadIdx.x + i * FFT::stride;
+    const float2 v = n1 < N1 / 2 ? tile[n1 * TW + w] : make_float2(0.0f, 0.0f);
+    td[i] = CT{v.x, v.y};
+  }
+  __syncthreads();  // the FFT's shared memory aliases the tile
+  FFT().execute(td, smem);
+  __syncthreads();
+  const long long n2 = col0 + w;
+#pragma unroll
+  for (int i = 0; i < FFT::elements_per_thread; ++i) {
+    const int k1 = threadIdx.x + i * FFT::stride;
+    tile[k1 * TW + w] = cmul(make_float2(td[i].x, td[i].y), twiddle(n2 * k1, P.N, -1.0f));
+  }
+  __syncthreads();
+  S* T = static_cast<S*>(P.T) + p * N1 * N2;
+  for (int idx = tid; idx < N1 * W; idx += nth) {
+    const int k1 = idx / W, ww = idx % W;
+    store_c(T, k1 * N2 + col0 + ww, tile[k1 * TW + ww]);
+  }
+}
+
+// pass A⁻¹. Grid (N2 / W, signal pairs).
+template <int N1, typename S>
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_inv_kernel(PassParams P) {
+  using Cfg = ColCfg<N1>;
+  using FFT = typename Cfg::Inv;
+  using CT = typename FFT::value_type;
+  constexpr int W = Cfg::W, TW = W + 1;
+  extern __shared__ __align__(16) unsigned char smem[];
+  float2* tile = reinterpret_cast<float2*>(smem);
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x, nth = Cfg::kThreads;
+  const long long p = blockIdx.y, col0 = static_cast<long long>(blockIdx.x) * W, N2 = P.N2;
+  const long long b = p / P.half_D, c = 2 * (p % P.half_D);
+  const S* T = static_cast<const S*>(P.T) + p * N1 * N2;
+  for (int idx = tid; idx < N1 * W; idx += nth) {
+    const int k1 = idx / W, w = idx % W;
+    tile[k1 * TW + w] = load_c(T, k1 * N2 + col0 + w);
+  }
+  __syncthreads();
+  CT td[FFT::storage_size];
+  const int w = threadIdx.y;
+  const long long n2 = col0 + w;
+#pragma unroll
+  for (int i = 0; i < FFT::elements_per_thread; ++i) {
+    const int k1 = threadIdx.x + i * FFT::stride;
+    const float2 v = cmul(tile[k1 * TW + w], twiddle(n2 * k1, P.N, 1.0f));
+    td[i] = CT{v.x, v.y};
+  }
+  __syncthreads();
+  FFT().execute(td, smem);
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < FFT::elements_per_thread; ++i) {
+    const int n1 = threadIdx.x + i * FFT::stride;
+    if (n1 < N1 / 2) tile[n1 * TW + w] = make_float2(td[i].x, td[i].y);
+  }
+  __syncthreads();
+  for (int idx = tid; idx < (N1 / 2) * W; idx += nth) {
+    const int n1 = idx / W, ww = idx % W;
+    const long long t = n1 * N2 + col0 + ww;
+    if (t >= P.L) continue;
+    const float2 y = tile[n1 * TW + ww];
+    const long long ia = (b * P.out_rows + c) * P.L + t, ib = ia + P.L;
+    if (P.dst == kDstFinal) {
+      st_act(P.out, ia, y.x * sconv(P, b, c, t), P.bf16);
+      st_act(P.out, ib, y.y * sconv(P, b, c + 1, t), P.bf16);
+    } else {
+      static_cast<float*>(P.out)[ia] = y.x;
+      static_cast<float*>(P.out)[ib] = y.y;
+    }
+  }
+}
+
+// Row FFTs of size N2, the two rows (k1, N1−k1) of one pair per block.
+template <int N2, cufftdx::fft_direction Dir>
+using RowFftT = decltype(cufftdx::Size<N2>() + cufftdx::Precision<float>() +
+                         cufftdx::Type<cufftdx::fft_type::c2c>() + cufftdx::Direction<Dir>() +
+                         cufftdx::FFTsPerBlock<2>() + cufftdx::SM<900>() + cufftdx::Block());
+template <int N2>
+struct RowCfg {
+  using Fwd = RowFftT<N2, cufftdx::fft_direction::forward>;
+  using Inv = RowFftT<N2, cufftdx::fft_direction::inverse>;
+  static_assert(Fwd::block_dim.x == Inv::block_dim.x && Fwd::block_dim.y == 2, "row FFT layout");
+  static constexpr int kThreads = Fwd::block_dim.x * 2;
+  static constexpr int kFftSmem = ((int(Fwd::shared_memory_size) > int(Inv::shared_memory_size)
+                                        ? int(Fwd::shared_memory_size) : int(Inv::shared_memory_size)) + 15) / 16 * 16;
+  static constexpr int kSmem = kFftSmem + 4 * N2 * 8;  // + Z rows and H rows (2 each)
+};
+
+// pass B. Grid (N1 / 2, signal pairs). T: (pairs, N1, N2) in place; Tf: (Dh/2, N1, N2).
+template <int N2, typename S>
+__global__ void __launch_bounds__(RowCfg<N2>::kThreads) row_kernel(PassParams P) {
+  using Cfg = RowCfg<N2>;
+  using FFT = typename Cfg::Fwd;
+  using IFFT = typename Cfg::Inv;
+  using CT = typename FFT::value_type;
+  extern __shared__ __align__(16) unsigned char smem[];
+  float2* Zs = reinterpret_cast<float2*>(smem + Cfg::kFftSmem);  // [2][N2]
+  float2* Hs = Zs + 2 * N2;                                         // [2][N2]
+  const long long N1 = P.N1, r = blockIdx.x, p = blockIdx.y;
+  const int s = threadIdx.y;
+  const long long row = r == 0 ? (s == 0 ? 0 : N1 / 2) : (s == 0 ? r : N1 - r);
+  const long long cp = p % P.half_D, pf = P.o * P.half_D + cp;
+  const S* Tf = static_cast<const S*>(P.Tf) + (pf * N1 + row) * N2;
+  S* T = static_cast<S*>(P.T) + (p * N1 + row) * N2;
+  CT td[FFT::storage_size];
+#pragma unroll
+  for (int i = 0; i < FFT::elements_per_thread; ++i) {
+    const float2 v = load_c(Tf, threadIdx.x + i * FFT::stride);
+    td[i] = CT{v.x, v.y};
+  }
+  FFT().execute(td, smem);
+#pragma unroll
+  for (int i = 0; i < FFT::elements_per_thread; ++i)
+    Hs[s * N2 + threadIdx.x + i * FFT::stride] = make_float2(td[i].x, td[i].y);
+#pragma unroll
+  for (int i = 0; i < FFT::elements_per_thread; ++i) {
+    const float2 v = load_c(T, threadIdx.x + i * FFT::stride);
+    td[i] = CT{v.x, v.y};
+  }
+  __syncthreads();
+  FFT().execute(td, smem);
+#pragma unroll
+  for (int i = 0; i < FFT::elements_per_thread; ++i)
+    Zs[s * N2 + threadIdx.x + i * FFT::stride] = make_float2(td[i].x, td[i].y);
+  __syncthreads();
+  const long long fc = P.o * P.D + 2 * cp;
+  const float skip_a = P.skip[fc], skip_b = P.skip[fc + 1];
+#pragma unroll
+  for (int i = 0; i < FFT::elements_per_thread; ++i) {
+    const int k2 = threadIdx.x + i * FFT::stride;
+    int ps, pk;  // the slot and column of N − k
+    if (r == 0) {
+      ps = s;
+      pk = s == 0 ? (N2 - k2) & (N2 - 1) : N2 - 1 - k2;
+    } else {
+      ps = 1 - s;
+      pk = N2 - 1 - k2;
+    }
+    const float2 z = Zs[s * N2 + k2], zp = Zs[ps * N2 + pk];  // Z[k], Z[N−k]
+    const float2 h = Hs[s * N2 + k2], hp = Hs[ps * N2 + pk];
+    // A = (Z + conj Zp)/2, B = (Z − conj Zp)/(2i); the same for the filter, plus its skip term.
+    const float2 A = make_float2(0.5f * (z.x + zp.x), 0.5f * (z.y - zp.y));
+    const float2 Bv = make_float2(0.5f * (z.y + zp.y), -0.5f * (z.x - zp.x));
+    const float2 Ha = make_float2(0.5f * (h.x + hp.x) + skip_a, 0.5f * (h.y - hp.y));
+    const float2 Hb = make_float2(0.5f * (h.y + hp.y) + skip_b, -0.5f * (h.x - hp.x));
+    const float2 ya = cmul(Ha, A), yb = cmul(Hb, Bv);  // Y = Ya + i·Yb
+    td[i] = CT{(ya.x - yb.y) * P.inv_n, (ya.y + yb.x) * P.inv_n};
+  }
+  __syncthreads();
+  IFFT().execute(td, smem);
+#pragma unroll
+  for (int i = 0; i < FFT::elements_per_thread; ++i)
+    store_c(T, threadIdx.x + i * FFT::stride, make_float2(td[i].x, td[i].y));
+}
+
+#define LONGMIX_FUSED_LAUNCHERS(SIZE)                                                                 \
+  template <>                                                                                          \
+  void prepare_size<SIZE>() {                                                                          \
+    using CC = ColCfg<SIZE>;                                                                           \
+    using RC = RowCfg<SIZE>;                                                                           \
+    const auto a = cudaFuncAttributeMaxDynamicSharedMemorySize;                                        \
+    CUDA_CHECK(cudaFuncSetAttribute(col_fwd_kernel<SIZE, __half2>, a, CC::kSmem));                     \
+    CUDA_CHECK(cudaFuncSetAttribute(col_fwd_kernel<SIZE, float2>, a, CC::kSmem));                      \
+    CUDA_CHECK(cudaFuncSetAttribute(col_inv_kernel<SIZE, __half2>, a, CC::kSmem));                     \
+    CUDA_CHECK(cudaFuncSetAttribute(col_inv_kernel<SIZE, float2>, a, CC::kSmem));                      \
+    CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, __half2>, a, RC::kSmem));                         \
+    CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, float2>, a, RC::kSmem));                          \
+  }                                                                                                    \
+  template <>                                                                                          \
+  int col_width<SIZE>() { return ColCfg<SIZE>::W; }                                                    \
+  template <>                                                                                          \
+  void launch_col<SIZE>(bool fwd, bool half, const PassParams& P, long long pairs, cudaStream_t s) {  \
+    using Cfg = ColCfg<SIZE>;                                                                          \
+    const dim3 grid(unsigned(P.N2 / Cfg::W), unsigned(pairs));                                         \
+    const dim3 block(Cfg::Fwd::block_dim.x, Cfg::W);                                                   \
+    if (fwd && half) col_fwd_kernel<SIZE, __half2><<<grid, block, Cfg::kSmem, s>>>(P);                 \
+    else if (fwd) col_fwd_kernel<SIZE, float2><<<grid, block, Cfg::kSmem, s>>>(P);                     \
+    else if (half) col_inv_kernel<SIZE, __half2><<<grid, block, Cfg::kSmem, s>>>(P);                   \
+    else col_inv_kernel<SIZE, float2><<<grid, block, Cfg::kSmem, s>>>(P);                              \
+    CUDA_CHECK_LAUNCH();                                                                               \
+  }                                                                                                    \
+  template <>                                                                                          \
+  void launch_row<SIZE>(bool half, const PassParams& P, long long pairs, cudaStream_t s) {             \
+    using Cfg = RowCfg<SIZE>;                                                                          \
+    const dim3 grid(unsigned(P.N1 / 2), unsigned(pairs));                                              \
+    const dim3 block(Cfg::Fwd::block_dim.x, 2);                                                        \
+    if (half) row_kernel<SIZE, __half2><<<grid, block, Cfg::kSmem, s>>>(P);                            \
+    else row_kernel<SIZE, float2><<<grid, block, Cfg::kSmem, s>>>(P);                                  \
+    CUDA_CHECK_LAUNCH();                                                                               \
+  }
+
+}  // namespace longmix::fused

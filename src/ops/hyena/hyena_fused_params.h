@@ -1,0 +1,53 @@
+// What the hyena-fused FFT passes read and write (see hyena_fused_fft.cuh). Plain data, filled
+// by the plan in hyena_fused.cu and passed by value to every kernel.
+#pragma once
+#include <cuda_runtime.h>
+
+namespace longmix::fused {
+
+enum SrcMode : int {
+  kSrcConvProduct = 0,    // x = sconv(g_a) · sconv(g_b)            (order step 0: v ⊙ x_{N-1})
+  kSrcPrevTimesConv = 1,  // x = prev · sconv(g_b)                  (order steps ≥ 1)
+  kSrcFilter = 2,         // x = h · (exp(−t·|δ|) + shift)           (the implicit filter)
+};
+enum DstMode : int {
+  kDstFinal = 0,  // out (B, D, L) storage dtype = y ⊙ sconv(x0)
+  kDstPrev = 1,   // out (B, D, L) fp32 = y (input of the next order step)
+};
+
+struct PassParams {
+  long long L = 0, N = 0, D = 0, C = 0;  // N = N1·N2 ≥ 2L, the FFT size
+  int N1 = 0, N2 = 0, K = 3;             // K: short filter length
+  long long half_D = 0;                  // channel pairs per batch element
+  bool bf16 = false;                     // storage dtype of zT and the final output
+  const void* zT = nullptr;              // (B, C, L) in_proj output without its bias
+  const float* b_in = nullptr;           // (C) in_proj bias, or null when zT includes it
+  const float* sw = nullptr;             // (C, K) short_filter.weight
+  const float* sb = nullptr;             // (C) short_filter.bias
+  const float* prev = nullptr;           // (B, D, L) fp32
+  const float* h = nullptr;              // (Dh, L) fp32 filter before modulation
+  const float* tgrid = nullptr;          // (l_max) filter_fn.pos_emb.t
+  const float* deltas = nullptr;         // (Dh) filter_fn.modulation.deltas
+  float shift = 0.0f;
+  const float* skip = nullptr;           // (Dh) filter_fn.bias
+  int g_a = 0, g_b = 0, o = 0, src = 0, dst = 0;
+  void* T = nullptr;                     // (pairs, N1, N2) float2 or __half2
+  const void* Tf = nullptr;              // (Dh/2, N1, N2) filter pass-A output
+  void* out = nullptr;                   // (B, out_rows, L): rows past D are not written
+  long long out_rows = 0;
+  float inv_n = 1.0f;
+};
+
+// Launchers, one translation unit per size (hyena_fused_n<size>.cu). prepare_size sets the
+// kernels' shared-memory limits (once, outside any graph capture); col_width is W, the columns
+// of one pass-A block (N2 must be a multiple of it).
+template <int Size>
+void prepare_size();
+template <int Size>
+int col_width();
+template <int N1>
+void launch_col(bool fwd, bool half, const PassParams& P, long long pairs, cudaStream_t s);
+template <int N2>
+void launch_row(bool half, const PassParams& P, long long pairs, cudaStream_t s);
+
+}  // namespace longmix::fused

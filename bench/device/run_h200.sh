@@ -3,6 +3,7 @@
 # carried (bench/device/bundle.sh). Stages, given as arguments:
 #   tests    every GPU test (8 shards in parallel; the driver-memory test alone), memcheck and
 #            racecheck on small hyena-fused runs
+#   fusedtests  the Hyena GPU tests only
 #   hyena    D = 256 Hyena sweep (hyena-fused, hyena-cuda) 4k..1M + the PyTorch reference Hyena
 #   profile  ncu kernel times of one hyena-fused forward at 4k and 128k (D = 256)
 #   full     the full sweeps D = 256 and D = 1024 (every op) with the same-run PyTorch peers
@@ -18,16 +19,18 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee -a $L
 for stage in "$@"; do
   echo "=== stage $stage $(date -u +%T)" | tee -a $LOG
   case $stage in
-    tests)
+    tests|fusedtests)
+      filter=-GpuMemory.DriverSees*
+      [ $stage = fusedtests ] && filter='Ragged/GpuHyena.*:GpuHyenaFused.*'
       for i in $(seq 0 7); do
-        GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i $B/gpu_test --gtest_filter=-GpuMemory.DriverSees* \
+        GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i $B/gpu_test --gtest_filter=$filter \
           > $OUT/shard$i.txt 2>&1 &
       done
       wait
       cat $OUT/shard*.txt > $OUT/gpu_test.log && rm -f $OUT/shard*.txt
-      $B/gpu_test --gtest_filter=GpuMemory.DriverSees* >> $OUT/gpu_test.log 2>&1
+      [ $stage = tests ] && $B/gpu_test --gtest_filter=GpuMemory.DriverSees* >> $OUT/gpu_test.log 2>&1
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |^hyena-fused|FAILED  \]" $OUT/gpu_test.log | sort | uniq -c | tee -a $LOG
-      for tool in memcheck racecheck; do
+      [ $stage = tests ] && for tool in memcheck racecheck; do
         timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 $B/gpu_test \
           --gtest_filter='Ragged/GpuHyena.MatchesFloat64Reference/100:Ragged/GpuHyena.MatchesFloat64Reference/150' \
           > $OUT/sanitizer_$tool.log 2>&1

@@ -47,29 +47,67 @@ template <> __device__ __forceinline__ void store_c<__half2>(__half2* p, long lo
   p[i] = __float22half2_rn(v);
 }
 
-// Short causal depthwise conv of projection channel ch (of C) of batch b at time t (SPEC §3 step 2;
-// in_proj's bias added here; zero for negative time).
-__device__ __forceinline__ float sconv(const PassParams& P, long long b, long long ch, long long t) {
-  const long long base = (b * P.C + ch) * P.L;
-  const float bias = P.b_in ? P.b_in[ch] : 0.0f;
-  float acc = P.sb[ch];
-  for (int j = 0; j < P.K; ++j) {
-    const long long ts = t + j - (P.K - 1);
-    if (ts >= 0) acc += P.sw[ch * P.K + j] * (ld_act(P.zT, base + ts, P.bf16) + bias);
+// Per-block constants of one projection channel's short conv (SPEC §3 step 2), hoisted out of
+// the element loops: taps, conv bias, in_proj bias, and the channel's row of zT.
+constexpr int kMaxK = 9;
+struct ConvChan {
+  float w[kMaxK];
+  float sb, bin;
+  const void* row;  // zT + (b·C + ch)·L
+};
+__device__ __forceinline__ ConvChan conv_chan(const PassParams& P, long long b, long long ch) {
+  ConvChan c;
+#pragma unroll
+  for (int j = 0; j < kMaxK; ++j) c.w[j] = j < P.K ? P.sw[ch * P.K + j] : 0.0f;
+  c.sb = P.sb[ch];
+  c.bin = P.b_in ? P.b_in[ch] : 0.0f;
+  c.row = P.bf16 ? static_cast<const void*>(static_cast<const __nv_bfloat16*>(P.zT) + (b * P.C + ch) * P.L)
+                 : static_cast<const void*>(static_cast<const __half*>(P.zT) + (b * P.C + ch) * P.L);
+  return c;
+}
+// zc[t] = sb + Σ_j w[j]·(z[t + j − (K−1)] + b_in), zero for negative time.
+__device__ __forceinline__ float sconv(const ConvChan& c, int K, long long t, bool bf16) {
+  float acc = c.sb;
+#pragma unroll
+  for (int j = 0; j < kMaxK; ++j) {
+    const long long ts = t + j - (K - 1);
+    if (j < K && ts >= 0) acc += c.w[j] * (ld_act(c.row, ts, bf16) + c.bin);
   }
   return acc;
 }
 
-// The source value of channel c (0..D-1 within the pair's batch, or the filter channel) at t < L.
-__device__ __forceinline__ float source(const PassParams& P, long long b, long long c, long long t) {
-  switch (P.src) {
-    case kSrcConvProduct:
-      return sconv(P, b, P.g_a * P.D + c, t) * sconv(P, b, P.g_b * P.D + c, t);
-    case kSrcPrevTimesConv:
-      return P.prev[(b * P.D + c) * P.L + t] * sconv(P, b, P.g_b * P.D + c, t);
-    default: {  // kSrcFilter: c is the filter channel (of Dh)
-      return P.h[c * P.L + t] * (__expf(-P.tgrid[t] * fabsf(P.deltas[c])) + P.shift);
-    }
+// The source of one channel of the pair: everything it needs, loaded once per block.
+struct Source {
+  int mode, K;
+  bool bf16;
+  ConvChan a, g;         // kSrcConvProduct: v-group and gate channels; kSrcPrevTimesConv: g
+  const float* prev;     // kSrcPrevTimesConv: (b, c) row of prev
+  const float* h;        // kSrcFilter: the filter channel's row
+  const float* tgrid;
+  float decay, shift;    // kSrcFilter: |δ_c|, shift
+};
+__device__ __forceinline__ Source make_source(const PassParams& P, long long b, long long c) {
+  Source s;
+  s.mode = P.src;
+  s.K = P.K;
+  s.bf16 = P.bf16;
+  if (P.src == kSrcFilter) {
+    s.h = P.h + c * P.L;
+    s.tgrid = P.tgrid;
+    s.decay = fabsf(P.deltas[c]);
+    s.shift = P.shift;
+  } else {
+    s.g = conv_chan(P, b, P.g_b * P.D + c);
+    if (P.src == kSrcConvProduct) s.a = conv_chan(P, b, P.g_a * P.D + c);
+    else s.prev = P.prev + (b * P.D + c) * P.L;
+  }
+  return s;
+}
+__device__ __forceinline__ float source(const Source& s, long long t) {
+  switch (s.mode) {
+    case kSrcConvProduct: return sconv(s.a, s.K, t, s.bf16) * sconv(s.g, s.K, t, s.bf16);
+    case kSrcPrevTimesConv: return s.prev[t] * sconv(s.g, s.K, t, s.bf16);
+    default: return s.h[t] * (__expf(-s.tgrid[t] * s.decay) + s.shift);
   }
 }
 
@@ -95,7 +133,10 @@ struct ColCfg {
                          cufftdx::Direction<cufftdx::fft_direction::forward>() + cufftdx::SM<900>() +
                          cufftdx::Block());
   static constexpr int kThreadsPerFft = N1 / Probe::elements_per_thread;
-  static constexpr int W = (1024 / kThreadsPerFft) < 16 ? (1024 / kThreadsPerFft) : 16;
+  // 256 threads a block (v1 had up to 1024: one block per SM, load/FFT/store phases never
+  // overlapped; 0.5 TB/s at 128k), at least 2 and at most 16 columns.
+  static constexpr int kW = 256 / kThreadsPerFft;
+  static constexpr int W = kW < 2 ? 2 : (kW > 16 ? 16 : kW);
   using Fwd = ColFftT<N1, cufftdx::fft_direction::forward, W>;
   using Inv = ColFftT<N1, cufftdx::fft_direction::inverse, W>;
   static_assert(Fwd::block_dim.x == Inv::block_dim.x && Fwd::block_dim.y == W, "column FFT layout");
@@ -131,12 +172,22 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParam
   const long long p = blockIdx.y, col0 = static_cast<long long>(blockIdx.x) * W, N2 = P.N2;
   long long b, c;
   pair_channels(P, p, &b, &c);
-  for (int idx = tid; idx < (N1 / 2) * W; idx += nth) {
-    const int n1 = idx / W, w = idx % W;
-    const long long t = n1 * N2 + col0 + w;
-    float2 v = make_float2(0.0f, 0.0f);
-    if (t < P.L) v = make_float2(source(P, b, c, t), source(P, b, c + 1, t));
-    tile[n1 * TW + w] = v;
+  {
+    const Source sa = make_source(P, b, c), sb = make_source(P, b, c + 1);
+    constexpr int kIters = (N1 / 2) * W / Cfg::kThreads;  // every load issued before any store
+    static_assert(kIters * Cfg::kThreads == (N1 / 2) * W, "pass A load tiling");
+    float2 v[kIters];
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int idx = tid + it * nth, n1 = idx / W, w = idx % W;
+      const long long t = n1 * N2 + col0 + w;
+      v[it] = t < P.L ? make_float2(source(sa, t), source(sb, t)) : make_float2(0.0f, 0.0f);
+    }
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int idx = tid + it * nth;
+      tile[(idx / W) * TW + idx % W] = v[it];
+    }
   }
   __syncthreads();
   CT td[FFT::storage_size];
@@ -158,8 +209,9 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParam
   }
   __syncthreads();
   S* T = static_cast<S*>(P.T) + p * N1 * N2;
-  for (int idx = tid; idx < N1 * W; idx += nth) {
-    const int k1 = idx / W, ww = idx % W;
+#pragma unroll
+  for (int it = 0; it < N1 * W / Cfg::kThreads; ++it) {
+    const int idx = tid + it * nth, k1 = idx / W, ww = idx % W;
     store_c(T, k1 * N2 + col0 + ww, tile[k1 * TW + ww]);
   }
 }
@@ -177,9 +229,19 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_inv_kernel(PassParam
   const long long p = blockIdx.y, col0 = static_cast<long long>(blockIdx.x) * W, N2 = P.N2;
   const long long b = p / P.half_D, c = 2 * (p % P.half_D);
   const S* T = static_cast<const S*>(P.T) + p * N1 * N2;
-  for (int idx = tid; idx < N1 * W; idx += nth) {
-    const int k1 = idx / W, w = idx % W;
-    tile[k1 * TW + w] = load_c(T, k1 * N2 + col0 + w);
+  {
+    constexpr int kIters = N1 * W / Cfg::kThreads;
+    float2 v[kIters];
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int idx = tid + it * nth;
+      v[it] = load_c(T, (idx / W) * N2 + col0 + idx % W);
+    }
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int idx = tid + it * nth;
+      tile[(idx / W) * TW + idx % W] = v[it];
+    }
   }
   __syncthreads();
   CT td[FFT::storage_size];
@@ -200,15 +262,22 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_inv_kernel(PassParam
     if (n1 < N1 / 2) tile[n1 * TW + w] = make_float2(td[i].x, td[i].y);
   }
   __syncthreads();
-  for (int idx = tid; idx < (N1 / 2) * W; idx += nth) {
-    const int n1 = idx / W, ww = idx % W;
+  const bool is_final = P.dst == kDstFinal;
+  ConvChan xa, xb;  // the x0 gate of both channels (final step only)
+  if (is_final) {
+    xa = conv_chan(P, b, c);
+    xb = conv_chan(P, b, c + 1);
+  }
+#pragma unroll
+  for (int it = 0; it < (N1 / 2) * W / Cfg::kThreads; ++it) {
+    const int idx = tid + it * nth, n1 = idx / W, ww = idx % W;
     const long long t = n1 * N2 + col0 + ww;
     if (t >= P.L) continue;
     const float2 y = tile[n1 * TW + ww];
     const long long ia = (b * P.out_rows + c) * P.L + t, ib = ia + P.L;
-    if (P.dst == kDstFinal) {
-      st_act(P.out, ia, y.x * sconv(P, b, c, t), P.bf16);
-      st_act(P.out, ib, y.y * sconv(P, b, c + 1, t), P.bf16);
+    if (is_final) {
+      st_act(P.out, ia, y.x * sconv(xa, P.K, t, P.bf16), P.bf16);
+      st_act(P.out, ib, y.y * sconv(xb, P.K, t, P.bf16), P.bf16);
     } else {
       static_cast<float*>(P.out)[ia] = y.x;
       static_cast<float*>(P.out)[ib] = y.y;
@@ -249,19 +318,18 @@ __global__ void __launch_bounds__(RowCfg<N2>::kThreads) row_kernel(PassParams P)
   const S* Tf = static_cast<const S*>(P.Tf) + (pf * N1 + row) * N2;
   S* T = static_cast<S*>(P.T) + (p * N1 + row) * N2;
   CT td[FFT::storage_size];
+  float2 sig[FFT::elements_per_thread];  // the signal rows, loaded with the filter rows
 #pragma unroll
   for (int i = 0; i < FFT::elements_per_thread; ++i) {
     const float2 v = load_c(Tf, threadIdx.x + i * FFT::stride);
+    sig[i] = load_c(T, threadIdx.x + i * FFT::stride);
     td[i] = CT{v.x, v.y};
   }
   FFT().execute(td, smem);
 #pragma unroll
-  for (int i = 0; i < FFT::elements_per_thread; ++i)
-    Hs[s * N2 + threadIdx.x + i * FFT::stride] = make_float2(td[i].x, td[i].y);
-#pragma unroll
   for (int i = 0; i < FFT::elements_per_thread; ++i) {
-    const float2 v = load_c(T, threadIdx.x + i * FFT::stride);
-    td[i] = CT{v.x, v.y};
+    Hs[s * N2 + threadIdx.x + i * FFT::stride] = make_float2(td[i].x, td[i].y);
+    td[i] = CT{sig[i].x, sig[i].y};
   }
   __syncthreads();
   FFT().execute(td, smem);

@@ -6,6 +6,7 @@
 #   fusedtests  the Hyena GPU tests only
 #   hyena    D = 256 Hyena sweep (hyena-fused, hyena-cuda) 4k..1M + the PyTorch reference Hyena
 #   profile  ncu kernel times of one hyena-fused forward at 4k and 128k (D = 256)
+#   detail   ncu sections (occupancy, warp stalls, memory) of the hyena-fused kernels at 128k
 #   full     the full sweeps D = 256 and D = 1024 (every op) with the same-run PyTorch peers
 # Logs and results go under $OUT (8 files at most come back: results are tarred).
 set -uo pipefail
@@ -54,6 +55,14 @@ for stage in "$@"; do
           --out /tmp/prof$L --quiet > $OUT/ncu_$L.txt 2>&1
         echo "ncu $L rc=$?" | tee -a $LOG
       done
+      ;;
+    detail)
+      timeout 300 ncu --graph-profiling node --kernel-name-base demangled -k regex:'kernel<.*512' --launch-count 4 \
+        --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
+        --section MemoryWorkloadAnalysis --section SchedulerStats --section ComputeWorkloadAnalysis \
+        $B/longmix sweep --ops hyena --impls hyena-fused --lengths ${DETAIL_L:-128k} --warmup 1 --min-reps 1 \
+        --min-seconds 0 --out /tmp/detail --quiet > $OUT/ncu_detail.txt 2>&1
+      echo "ncu detail rc=$?" | tee -a $LOG
       ;;
     full)
       for H in 4 16; do

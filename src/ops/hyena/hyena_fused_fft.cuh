@@ -27,23 +27,23 @@
 
 namespace longmix::fused {
 
-__device__ __forceinline__ float ld_act(const void* p, long long i, bool bf16) {
+__device__ __forceinline__ float ld_act(const void* p, int i, bool bf16) {
   return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i])
               : __half2float(static_cast<const __half*>(p)[i]);
 }
-__device__ __forceinline__ void st_act(void* p, long long i, float v, bool bf16) {
+__device__ __forceinline__ void st_act(void* p, int i, float v, bool bf16) {
   if (bf16) static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
   else static_cast<__half*>(p)[i] = __float2half_rn(v);
 }
 
-template <typename S> __device__ __forceinline__ float2 load_c(const S* p, long long i);
-template <> __device__ __forceinline__ float2 load_c<float2>(const float2* p, long long i) { return p[i]; }
-template <> __device__ __forceinline__ float2 load_c<__half2>(const __half2* p, long long i) {
+template <typename S> __device__ __forceinline__ float2 load_c(const S* p, int i);
+template <> __device__ __forceinline__ float2 load_c<float2>(const float2* p, int i) { return p[i]; }
+template <> __device__ __forceinline__ float2 load_c<__half2>(const __half2* p, int i) {
   return __half22float2(p[i]);
 }
-template <typename S> __device__ __forceinline__ void store_c(S* p, long long i, float2 v);
-template <> __device__ __forceinline__ void store_c<float2>(float2* p, long long i, float2 v) { p[i] = v; }
-template <> __device__ __forceinline__ void store_c<__half2>(__half2* p, long long i, float2 v) {
+template <typename S> __device__ __forceinline__ void store_c(S* p, int i, float2 v);
+template <> __device__ __forceinline__ void store_c<float2>(float2* p, int i, float2 v) { p[i] = v; }
+template <> __device__ __forceinline__ void store_c<__half2>(__half2* p, int i, float2 v) {
   p[i] = __float22half2_rn(v);
 }
 
@@ -65,12 +65,19 @@ __device__ __forceinline__ ConvChan conv_chan(const PassParams& P, long long b, 
                  : static_cast<const void*>(static_cast<const __half*>(P.zT) + (b * P.C + ch) * P.L);
   return c;
 }
-// zc[t] = sb + Σ_j w[j]·(z[t + j − (K−1)] + b_in), zero for negative time.
-__device__ __forceinline__ float sconv(const ConvChan& c, int K, long long t, bool bf16) {
+// zc[t] = sb + Σ_j w[j]·(z[t + j − (K−1)] + b_in), zero for negative time. K = 3 (the
+// reference's short filter) takes a straight path; other lengths the predicated loop.
+__device__ __forceinline__ float sconv(const ConvChan& c, int K, int t, bool bf16) {
+  if (K == 3) {
+    const float z0 = ld_act(c.row, t, bf16) + c.bin;
+    const float z1 = t >= 1 ? ld_act(c.row, t - 1, bf16) + c.bin : 0.0f;
+    const float z2 = t >= 2 ? ld_act(c.row, t - 2, bf16) + c.bin : 0.0f;
+    return c.sb + c.w[2] * z0 + c.w[1] * z1 + c.w[0] * z2;
+  }
   float acc = c.sb;
 #pragma unroll
   for (int j = 0; j < kMaxK; ++j) {
-    const long long ts = t + j - (K - 1);
+    const int ts = t + j - (K - 1);
     if (j < K && ts >= 0) acc += c.w[j] * (ld_act(c.row, ts, bf16) + c.bin);
   }
   return acc;
@@ -103,7 +110,7 @@ __device__ __forceinline__ Source make_source(const PassParams& P, long long b, 
   }
   return s;
 }
-__device__ __forceinline__ float source(const Source& s, long long t) {
+__device__ __forceinline__ float source(const Source& s, int t) {
   switch (s.mode) {
     case kSrcConvProduct: return sconv(s.a, s.K, t, s.bf16) * sconv(s.g, s.K, t, s.bf16);
     case kSrcPrevTimesConv: return s.prev[t] * sconv(s.g, s.K, t, s.bf16);
@@ -115,7 +122,7 @@ __device__ __forceinline__ float2 cmul(float2 a, float2 b) {
   return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
 // W_N^{±m} = exp(∓2πi·m/N) for 0 <= m < N, N a power of two (the argument is exact in fp32).
-__device__ __forceinline__ float2 twiddle(long long m, long long N, float sign) {
+__device__ __forceinline__ float2 twiddle(int m, int N, float sign) {
   float s, c;
   sincospif(sign * 2.0f * float(m) / float(N), &s, &c);
   return make_float2(c, s);
@@ -159,29 +166,30 @@ __device__ __forceinline__ void pair_channels(const PassParams& P, long long p, 
   }
 }
 
-// pass A. Grid (N2 / W, pairs). T: (pairs, N1, N2).
+// pass A. Grid (N2 / W, pairs). T: (pairs, N1, N2). Indices inside a pair are 32-bit
+// (N ≤ 2^22); twiddles W^{n2·k1} for k1 = x + i·stride by recurrence from two sincospif.
 template <int N1, typename S>
 __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParams P) {
   using Cfg = ColCfg<N1>;
   using FFT = typename Cfg::Fwd;
   using CT = typename FFT::value_type;
-  constexpr int W = Cfg::W, TW = W + 1;
+  constexpr int W = Cfg::W, TW = W + 1, nth = Cfg::kThreads;
   extern __shared__ __align__(16) unsigned char smem[];
   float2* tile = reinterpret_cast<float2*>(smem);  // [N1][W+1]
-  const int tid = threadIdx.y * blockDim.x + threadIdx.x, nth = Cfg::kThreads;
-  const long long p = blockIdx.y, col0 = static_cast<long long>(blockIdx.x) * W, N2 = P.N2;
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+  const int col0 = blockIdx.x * W, N2 = P.N2, L = static_cast<int>(P.L), N = static_cast<int>(P.N);
+  const long long p = blockIdx.y;
   long long b, c;
   pair_channels(P, p, &b, &c);
   {
     const Source sa = make_source(P, b, c), sb = make_source(P, b, c + 1);
-    constexpr int kIters = (N1 / 2) * W / Cfg::kThreads;  // every load issued before any store
-    static_assert(kIters * Cfg::kThreads == (N1 / 2) * W, "pass A load tiling");
+    constexpr int kIters = (N1 / 2) * W / nth;  // every load issued before any store
+    static_assert(kIters * nth == (N1 / 2) * W, "pass A load tiling");
     float2 v[kIters];
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
-      const int idx = tid + it * nth, n1 = idx / W, w = idx % W;
-      const long long t = n1 * N2 + col0 + w;
-      v[it] = t < P.L ? make_float2(source(sa, t), source(sb, t)) : make_float2(0.0f, 0.0f);
+      const int idx = tid + it * nth, t = (idx / W) * N2 + col0 + idx % W;
+      v[it] = t < L ? make_float2(source(sa, t), source(sb, t)) : make_float2(0.0f, 0.0f);
     }
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
@@ -201,16 +209,19 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParam
   __syncthreads();  // the FFT's shared memory aliases the tile
   FFT().execute(td, smem);
   __syncthreads();
-  const long long n2 = col0 + w;
+  const int n2 = col0 + w;
+  float2 tw = twiddle((n2 * int(threadIdx.x)) & (N - 1), N, -1.0f);
+  const float2 step = twiddle((n2 * int(FFT::stride)) & (N - 1), N, -1.0f);
 #pragma unroll
   for (int i = 0; i < FFT::elements_per_thread; ++i) {
     const int k1 = threadIdx.x + i * FFT::stride;
-    tile[k1 * TW + w] = cmul(make_float2(td[i].x, td[i].y), twiddle(n2 * k1, P.N, -1.0f));
+    tile[k1 * TW + w] = cmul(make_float2(td[i].x, td[i].y), tw);
+    tw = cmul(tw, step);
   }
   __syncthreads();
   S* T = static_cast<S*>(P.T) + p * N1 * N2;
 #pragma unroll
-  for (int it = 0; it < N1 * W / Cfg::kThreads; ++it) {
+  for (int it = 0; it < N1 * W / nth; ++it) {
     const int idx = tid + it * nth, k1 = idx / W, ww = idx % W;
     store_c(T, k1 * N2 + col0 + ww, tile[k1 * TW + ww]);
   }
@@ -222,15 +233,16 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_inv_kernel(PassParam
   using Cfg = ColCfg<N1>;
   using FFT = typename Cfg::Inv;
   using CT = typename FFT::value_type;
-  constexpr int W = Cfg::W, TW = W + 1;
+  constexpr int W = Cfg::W, TW = W + 1, nth = Cfg::kThreads;
   extern __shared__ __align__(16) unsigned char smem[];
   float2* tile = reinterpret_cast<float2*>(smem);
-  const int tid = threadIdx.y * blockDim.x + threadIdx.x, nth = Cfg::kThreads;
-  const long long p = blockIdx.y, col0 = static_cast<long long>(blockIdx.x) * W, N2 = P.N2;
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+  const int col0 = blockIdx.x * W, N2 = P.N2, L = static_cast<int>(P.L), N = static_cast<int>(P.N);
+  const long long p = blockIdx.y;
   const long long b = p / P.half_D, c = 2 * (p % P.half_D);
   const S* T = static_cast<const S*>(P.T) + p * N1 * N2;
   {
-    constexpr int kIters = N1 * W / Cfg::kThreads;
+    constexpr int kIters = N1 * W / nth;
     float2 v[kIters];
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
@@ -245,12 +257,14 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_inv_kernel(PassParam
   }
   __syncthreads();
   CT td[FFT::storage_size];
-  const int w = threadIdx.y;
-  const long long n2 = col0 + w;
+  const int w = threadIdx.y, n2 = col0 + w;
+  float2 tw = twiddle((n2 * int(threadIdx.x)) & (N - 1), N, 1.0f);
+  const float2 step = twiddle((n2 * int(FFT::stride)) & (N - 1), N, 1.0f);
 #pragma unroll
   for (int i = 0; i < FFT::elements_per_thread; ++i) {
     const int k1 = threadIdx.x + i * FFT::stride;
-    const float2 v = cmul(tile[k1 * TW + w], twiddle(n2 * k1, P.N, 1.0f));
+    const float2 v = cmul(tile[k1 * TW + w], tw);
+    tw = cmul(tw, step);
     td[i] = CT{v.x, v.y};
   }
   __syncthreads();
@@ -268,19 +282,27 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_inv_kernel(PassParam
     xa = conv_chan(P, b, c);
     xb = conv_chan(P, b, c + 1);
   }
+  const long long oa = (b * P.out_rows + c) * P.L;  // output rows of channels c, c + 1
 #pragma unroll
-  for (int it = 0; it < (N1 / 2) * W / Cfg::kThreads; ++it) {
+  for (int it = 0; it < (N1 / 2) * W / nth; ++it) {
     const int idx = tid + it * nth, n1 = idx / W, ww = idx % W;
-    const long long t = n1 * N2 + col0 + ww;
-    if (t >= P.L) continue;
+    const int t = n1 * N2 + col0 + ww;
+    if (t >= L) continue;
     const float2 y = tile[n1 * TW + ww];
-    const long long ia = (b * P.out_rows + c) * P.L + t, ib = ia + P.L;
     if (is_final) {
-      st_act(P.out, ia, y.x * sconv(xa, P.K, t, P.bf16), P.bf16);
-      st_act(P.out, ib, y.y * sconv(xb, P.K, t, P.bf16), P.bf16);
+      if (P.bf16) {
+        __nv_bfloat16* o = static_cast<__nv_bfloat16*>(P.out) + oa;
+        o[t] = __float2bfloat16_rn(y.x * sconv(xa, P.K, t, true));
+        o[t + L] = __float2bfloat16_rn(y.y * sconv(xb, P.K, t, true));
+      } else {
+        __half* o = static_cast<__half*>(P.out) + oa;
+        o[t] = __float2half_rn(y.x * sconv(xa, P.K, t, false));
+        o[t + L] = __float2half_rn(y.y * sconv(xb, P.K, t, false));
+      }
     } else {
-      static_cast<float*>(P.out)[ia] = y.x;
-      static_cast<float*>(P.out)[ib] = y.y;
+      float* o = static_cast<float*>(P.out) + oa;
+      o[t] = y.x;
+      o[t + L] = y.y;
     }
   }
 }

@@ -7,7 +7,9 @@
 #   hyena    D = 256 Hyena sweep (hyena-fused, hyena-cuda) 4k..1M + the PyTorch reference Hyena
 #   profile  ncu kernel times of one hyena-fused forward at 4k and 128k (D = 256)
 #   detail   ncu sections (occupancy, warp stalls, memory) of the hyena-fused kernels at 128k
-#   full     the full sweeps D = 256 and D = 1024 (every op) with the same-run PyTorch peers
+#   sanitize compute-sanitizer memcheck and racecheck on two small hyena-fused tests
+#   fusedunit  the hyena-fused unit tests and the driver-memory cross-check
+#   full256, full1024  the full sweep of one width (every op) with the same-run PyTorch peers
 # Logs and results go under $OUT (8 files at most come back: results are tarred).
 set -uo pipefail
 B=/tmp/lm
@@ -64,13 +66,36 @@ for stage in "$@"; do
         --min-seconds 0 --out /tmp/detail --quiet > $OUT/ncu_detail.txt 2>&1
       echo "ncu detail rc=$?" | tee -a $LOG
       ;;
-    full)
-      for H in 4 16; do
-        timeout 280 $B/longmix sweep --lengths 4k..1M --heads $H --out $OUT/d$((H*64)) --quiet 2>&1 | tail -3 | tee -a $LOG
-        PYTHONUNBUFFERED=1 timeout 200 $PY bench/peers/peers.py --lengths 4k,8k,16k,32k,64k,128k,256k,512k,1M \
-          --heads $H --naive-max 32k --l-max 1M --out $OUT/d$((H*64))/peers.json 2>&1 | tail -2 | tee -a $LOG
+    sanitize)
+      for tool in memcheck racecheck; do
+        timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 $B/gpu_test \
+          --gtest_filter='Ragged/GpuHyena.MatchesFloat64Reference/100:Ragged/GpuHyena.MatchesFloat64Reference/150' \
+          > $OUT/sanitizer_$tool.log 2>&1
+        echo "compute-sanitizer $tool rc=$? $(tail -1 $OUT/sanitizer_$tool.log)" | tee -a $LOG
       done
-      tar -C $OUT -czf $OUT/full.tgz d256 d1024 && rm -rf $OUT/d256 $OUT/d1024
+      ;;
+    fusedunit)
+      $B/gpu_test --gtest_filter='GpuHyenaFused.*:GpuMemory.DriverSees*' > $OUT/gpu_test_fused.log 2>&1
+      grep -E "^\[  (PASSED|FAILED) |^hyena-fused|FAILED  \]|OK \]" $OUT/gpu_test_fused.log | tee -a $LOG
+      ;;
+    full256|full1024)
+      # The full sweep of one width (every op, 4k..1M), then the peers in the same call:
+      # attention peers to 128k (layer scope), the reference Hyena to 1M.
+      H=4; [ $stage = full1024 ] && H=16
+      d=$OUT/d$((H*64))
+      timeout 400 $B/longmix sweep --lengths 4k..1M --heads $H --out $d --quiet 2>&1 | tail -2 | tee -a $LOG
+      PYTHONUNBUFFERED=1 timeout 150 $PY bench/peers/peers.py --lengths 4k,8k,16k,32k,64k,128k --heads $H \
+        --impls torch-sdpa-flash,torch-sdpa-cudnn,torch-naive --scopes layer --naive-max 32k \
+        --out /tmp/peers_attn.json 2>&1 | tail -1 | tee -a $LOG
+      PYTHONUNBUFFERED=1 timeout 150 $PY bench/peers/peers.py --lengths 4k,8k,16k,32k,64k,128k,256k,512k,1M \
+        --heads $H --impls torch-hyena --scopes layer --l-max 1M --out /tmp/peers_hyena.json 2>&1 | tail -1 | tee -a $LOG
+      $PY -c "
+import json, sys
+a, h = (json.load(open(f)) for f in ('/tmp/peers_attn.json', '/tmp/peers_hyena.json'))
+a['rows'] += h['rows']
+json.dump(a, open(sys.argv[1], 'w'), indent=1)" $d/peers.json
+      cut -d, -f1-3,9 $d/results_hyena.csv | tee -a $LOG
+      tar -C $OUT -czf $OUT/$stage.tgz $(basename $d) && rm -rf $d
       ;;
   esac
 done

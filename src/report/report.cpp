@@ -629,7 +629,7 @@ int write_report(const std::string& dir, std::ostream& log) {
   }
   for (auto& m : f.memory) {
     const double r = m.hyena_GB / m.flash_GB;
-    md << "- **Memory, D = " << m.D << "**: " << (r >= 1 ? "FlashAttention is the smaller of the two" : "Hyena is the smaller of the two")
+    md << "- **Memory, D = " << m.D << " (" << m.flash << " vs " << m.hyena << ")**: " << (r >= 1 ? "FlashAttention is the smaller of the two" : "Hyena is the smaller of the two")
        << " (" << fmt(r >= 1 ? r : 1 / r) << "× at " << length_label(m.L) << "); ";
     md << (r >= 1 ? "memory is no reason to switch to Hyena.\n" : "switching saves memory at this length.\n");
   }

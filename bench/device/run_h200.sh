@@ -19,6 +19,14 @@ export PATH=/usr/local/cuda/bin:$PATH
 PY=${PY:-python3}
 LOG=$OUT/run.log
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee -a $LOG
+sanitize() {  # memcheck and racecheck on two small hyena-fused tests (orders 3, L 77 and 2500)
+  for tool in memcheck racecheck; do
+    timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 $B/gpu_test \
+      --gtest_filter='Ragged/GpuHyena.MatchesFloat64Reference/100:Ragged/GpuHyena.MatchesFloat64Reference/150' \
+      > $OUT/sanitizer_$tool.log 2>&1
+    echo "compute-sanitizer $tool rc=$? $(tail -1 $OUT/sanitizer_$tool.log)" | tee -a $LOG
+  done
+}
 for stage in "$@"; do
   echo "=== stage $stage $(date -u +%T)" | tee -a $LOG
   case $stage in
@@ -33,12 +41,7 @@ for stage in "$@"; do
       cat $OUT/shard*.txt > $OUT/gpu_test.log && rm -f $OUT/shard*.txt
       [ $stage = tests ] && $B/gpu_test --gtest_filter=GpuMemory.DriverSees* >> $OUT/gpu_test.log 2>&1
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |^hyena-fused|FAILED  \]" $OUT/gpu_test.log | sort | uniq -c | tee -a $LOG
-      [ $stage = tests ] && for tool in memcheck racecheck; do
-        timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 $B/gpu_test \
-          --gtest_filter='Ragged/GpuHyena.MatchesFloat64Reference/100:Ragged/GpuHyena.MatchesFloat64Reference/150' \
-          > $OUT/sanitizer_$tool.log 2>&1
-        echo "compute-sanitizer $tool rc=$? $(tail -1 $OUT/sanitizer_$tool.log)" | tee -a $LOG
-      done
+      [ $stage = tests ] && sanitize
       ;;
     hyena)
       $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths 4k..1M --out $OUT/hyena256 \
@@ -67,12 +70,7 @@ for stage in "$@"; do
       echo "ncu detail rc=$?" | tee -a $LOG
       ;;
     sanitize)
-      for tool in memcheck racecheck; do
-        timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 $B/gpu_test \
-          --gtest_filter='Ragged/GpuHyena.MatchesFloat64Reference/100:Ragged/GpuHyena.MatchesFloat64Reference/150' \
-          > $OUT/sanitizer_$tool.log 2>&1
-        echo "compute-sanitizer $tool rc=$? $(tail -1 $OUT/sanitizer_$tool.log)" | tee -a $LOG
-      done
+      sanitize
       ;;
     fusedunit)
       $B/gpu_test --gtest_filter='GpuHyenaFused.*:GpuMemory.DriverSees*' > $OUT/gpu_test_fused.log 2>&1

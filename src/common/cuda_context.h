@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "memory/allocator.h"
 
@@ -31,5 +32,7 @@ void convert_from_float_cuda(DType t, const float* src, void* dst, std::size_t n
 void convert_to_float_cuda(DType t, const void* src, float* dst, std::size_t n, cudaStream_t s);
 // Fills n elements of dtype t with NaN (poisons outputs before a test).
 void fill_nan_cuda(DType t, void* p, std::size_t n, cudaStream_t s);
+// A device copy of host floats stored in dtype t (from the allocator; synchronous).
+Buffer<char> upload_as(Allocator& a, const std::vector<float>& v, DType t, cudaStream_t s);
 
 }  // namespace longmix

@@ -19,17 +19,6 @@ namespace {
 
 constexpr std::size_t kCublasWorkspace = 32ull << 20;
 
-Buffer<char> upload_as(Allocator& a, const std::vector<float>& v, DType t, cudaStream_t s) {
-  Buffer<char> out(a, v.size() * dtype_size(t));
-  if (v.empty()) return out;
-  Buffer<float> tmp(a, v.size());
-  CUDA_CHECK(cudaMemcpyAsync(tmp.data(), v.data(), v.size() * 4, cudaMemcpyHostToDevice, s));
-  if (t == DType::kF32) CUDA_CHECK(cudaMemcpyAsync(out.data(), tmp.data(), v.size() * 4, cudaMemcpyDeviceToDevice, s));
-  else convert_from_float_cuda(t, tmp.data(), out.data(), v.size(), s);
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  return out;
-}
-
 std::vector<float> download(const Buffer<char>& b, std::size_t n, DType t, Allocator& a, cudaStream_t s) {
   std::vector<float> out(n);
   if (!n) return out;

@@ -58,6 +58,9 @@ struct HyenaWeights {
   // state_dict names and shapes; the shared freq appears once per Sin, like PyTorch lists it.
   std::vector<NamedTensor> named();
   void validate() const;  // every tensor has its config's shape
+  // For a plan of implementation `impl` at (B, L): validate(), then `unsupported` must be empty
+  // (the implementation's reason it cannot run), B and L positive and L <= l_max.
+  void require_plan(const std::string& impl, std::int64_t B, std::int64_t L, const std::string& unsupported) const;
 };
 
 // Pointers into weights held wherever the backend keeps them.

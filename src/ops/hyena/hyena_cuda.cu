@@ -170,21 +170,6 @@ struct FftPlan {
   FftPlan& operator=(const FftPlan&) = delete;
 };
 
-template <typename T>
-Buffer<char> upload(Allocator& a, const std::vector<float>& v, DType t, cudaStream_t s) {
-  Buffer<char> out(a, v.size() * dtype_size(t));
-  if (v.empty()) return out;
-  if (t == DType::kF32) {
-    CUDA_CHECK(cudaMemcpyAsync(out.data(), v.data(), v.size() * 4, cudaMemcpyHostToDevice, s));
-  } else {
-    Buffer<float> tmp(a, v.size());
-    CUDA_CHECK(cudaMemcpyAsync(tmp.data(), v.data(), v.size() * 4, cudaMemcpyHostToDevice, s));
-    convert_from_float_cuda(t, tmp.data(), out.data(), v.size(), s);
-    CUDA_CHECK(cudaStreamSynchronize(s));
-  }
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  return out;
-}
 }  // namespace
 
 std::string hyena_cuda_unsupported(const HyenaConfig& cfg, DType t) {
@@ -307,12 +292,7 @@ struct HyenaCudaPlan::Impl {
 HyenaCudaPlan::HyenaCudaPlan(const HyenaWeights& w, std::int64_t B, std::int64_t L, DType t, bool cache_filter,
                              CudaContext& ctx)
     : impl_(std::make_unique<Impl>()) {
-  w.validate();
-  const std::string why = hyena_cuda_unsupported(w.cfg, t);
-  LONGMIX_REQUIRE(why.empty(), why);
-  LONGMIX_REQUIRE(B > 0 && L > 0, "hyena-cuda: B and L must be positive");
-  LONGMIX_REQUIRE(L <= w.cfg.l_max, "hyena: L=", L, " is longer than l_max=", w.cfg.l_max,
-                  " of these weights (the filter's time grid is fixed by l_max)");
+  w.require_plan("hyena-cuda", B, L, hyena_cuda_unsupported(w.cfg, t));
   Impl& m = *impl_;
   m.cfg = w.cfg;
   m.B = B;
@@ -324,20 +304,20 @@ HyenaCudaPlan::HyenaCudaPlan(const HyenaWeights& w, std::int64_t B, std::int64_t
   m.ctx = ctx;
   Allocator& a = *ctx.alloc;
   cudaStream_t s = ctx.stream;
-  m.w_in = upload<float>(a, w.in_proj_weight, t, s);
-  m.w_out = upload<float>(a, w.out_proj_weight, t, s);
-  m.b_in = upload<float>(a, w.in_proj_bias, DType::kF32, s);
-  m.sw = upload<float>(a, w.short_filter_weight, DType::kF32, s);
-  m.sb = upload<float>(a, w.short_filter_bias, DType::kF32, s);
-  m.fbias = upload<float>(a, w.filter_bias, DType::kF32, s);
-  m.pz = upload<float>(a, w.pos_emb_z, DType::kF32, s);
-  m.pt = upload<float>(a, w.pos_emb_t, DType::kF32, s);
-  m.freq = upload<float>(a, w.freq, DType::kF32, s);
-  m.deltas = upload<float>(a, w.modulation_deltas, DType::kF32, s);
-  m.b_out = upload<float>(a, w.out_proj_bias, DType::kF32, s);
+  m.w_in = upload_as(a, w.in_proj_weight, t, s);
+  m.w_out = upload_as(a, w.out_proj_weight, t, s);
+  m.b_in = upload_as(a, w.in_proj_bias, DType::kF32, s);
+  m.sw = upload_as(a, w.short_filter_weight, DType::kF32, s);
+  m.sb = upload_as(a, w.short_filter_bias, DType::kF32, s);
+  m.fbias = upload_as(a, w.filter_bias, DType::kF32, s);
+  m.pz = upload_as(a, w.pos_emb_z, DType::kF32, s);
+  m.pt = upload_as(a, w.pos_emb_t, DType::kF32, s);
+  m.freq = upload_as(a, w.freq, DType::kF32, s);
+  m.deltas = upload_as(a, w.modulation_deltas, DType::kF32, s);
+  m.b_out = upload_as(a, w.out_proj_bias, DType::kF32, s);
   for (std::size_t i = 0; i < w.mlp_weight.size(); ++i) {
-    m.mlp_w.push_back(upload<float>(a, w.mlp_weight[i], DType::kF32, s));
-    m.mlp_b.push_back(upload<float>(a, w.mlp_bias[i], DType::kF32, s));
+    m.mlp_w.push_back(upload_as(a, w.mlp_weight[i], DType::kF32, s));
+    m.mlp_b.push_back(upload_as(a, w.mlp_bias[i], DType::kF32, s));
   }
   const std::int64_t n = 2 * L;
   m.plan_h = std::make_unique<FftPlan>(CUFFT_R2C, n, w.cfg.Dh(), s);

@@ -150,17 +150,6 @@ int col_width_of(int n) {
   throw RuntimeFailure("hyena-fused: no FFT of size " + std::to_string(n));
 }
 
-Buffer<char> upload(Allocator& a, const std::vector<float>& v, DType t, cudaStream_t s) {
-  Buffer<char> out(a, v.size() * dtype_size(t));
-  if (v.empty()) return out;
-  Buffer<float> tmp(a, v.size());
-  CUDA_CHECK(cudaMemcpyAsync(tmp.data(), v.data(), v.size() * 4, cudaMemcpyHostToDevice, s));
-  if (t == DType::kF32) CUDA_CHECK(cudaMemcpyAsync(out.data(), tmp.data(), v.size() * 4, cudaMemcpyDeviceToDevice, s));
-  else convert_from_float_cuda(t, tmp.data(), out.data(), v.size(), s);
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  return out;
-}
-
 std::size_t align256(std::size_t n) { return (n + 255) / 256 * 256; }
 
 }  // namespace
@@ -342,12 +331,7 @@ struct HyenaFusedPlan::Impl {
 HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64_t L, DType t, bool cache_filter,
                                CudaContext& ctx, HyenaFusedOptions opt)
     : impl_(std::make_unique<Impl>()) {
-  w.validate();
-  const std::string why = hyena_fused_unsupported(w.cfg, L, t);
-  LONGMIX_REQUIRE(why.empty(), why);
-  LONGMIX_REQUIRE(B > 0 && L > 0, "hyena-fused: B and L must be positive");
-  LONGMIX_REQUIRE(L <= w.cfg.l_max, "hyena: L=", L, " is longer than l_max=", w.cfg.l_max,
-                  " of these weights (the filter's time grid is fixed by l_max)");
+  w.require_plan("hyena-fused", B, L, hyena_fused_unsupported(w.cfg, L, t));
   Impl& m = *impl_;
   m.cfg = w.cfg;
   m.B = B;
@@ -370,23 +354,23 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   const std::int64_t D = m.D, C = m.C, F = m.F;
 
   // Weights.
-  m.w_in = upload(a, w.in_proj_weight, t, s);
+  m.w_in = upload_as(a, w.in_proj_weight, t, s);
   {
     std::vector<float> aug(static_cast<std::size_t>(D * m.Kp), 0.0f);  // (D, Kp): [W_out | b_out | 0]
     for (std::int64_t e = 0; e < D; ++e) {
       for (std::int64_t c = 0; c < D; ++c) aug[e * m.Kp + c] = w.out_proj_weight[e * D + c];
       aug[e * m.Kp + D] = w.out_proj_bias[e];
     }
-    m.w_out_aug = upload(a, aug, t, s);
+    m.w_out_aug = upload_as(a, aug, t, s);
   }
-  m.b_in = upload(a, w.in_proj_bias, DType::kF32, s);
-  m.sw = upload(a, w.short_filter_weight, DType::kF32, s);
-  m.sb = upload(a, w.short_filter_bias, DType::kF32, s);
-  m.fbias = upload(a, w.filter_bias, DType::kF32, s);
-  m.pz = upload(a, w.pos_emb_z, DType::kF32, s);
-  m.pt = upload(a, w.pos_emb_t, DType::kF32, s);
-  m.deltas = upload(a, w.modulation_deltas, DType::kF32, s);
-  m.w_last = upload(a, w.mlp_weight.back(), DType::kF32, s);
+  m.b_in = upload_as(a, w.in_proj_bias, DType::kF32, s);
+  m.sw = upload_as(a, w.short_filter_weight, DType::kF32, s);
+  m.sb = upload_as(a, w.short_filter_bias, DType::kF32, s);
+  m.fbias = upload_as(a, w.filter_bias, DType::kF32, s);
+  m.pz = upload_as(a, w.pos_emb_z, DType::kF32, s);
+  m.pt = upload_as(a, w.pos_emb_t, DType::kF32, s);
+  m.deltas = upload_as(a, w.modulation_deltas, DType::kF32, s);
+  m.w_last = upload_as(a, w.mlp_weight.back(), DType::kF32, s);
   {
     const int E = w.cfg.emb_dim, nmid = w.cfg.num_inner_mlps;
     std::vector<float> pk(static_cast<std::size_t>(kFM * E + 2 * kFM + nmid * (kFM * kFM + kFM)), 0.0f);
@@ -404,7 +388,7 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
       }
     }
     m.packed_n = static_cast<int>(pk.size());
-    m.mlp_packed = upload(a, pk, DType::kF32, s);
+    m.mlp_packed = upload_as(a, pk, DType::kF32, s);
     CUDA_CHECK(cudaFuncSetAttribute(filter_hidden_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     int(m.hidden_smem())));
   }

@@ -111,6 +111,15 @@ std::vector<NamedTensor> HyenaWeights::named() {
   return t;
 }
 
+void HyenaWeights::require_plan(const std::string& impl, std::int64_t B, std::int64_t L,
+                                const std::string& unsupported) const {
+  validate();
+  LONGMIX_REQUIRE(unsupported.empty(), unsupported);
+  LONGMIX_REQUIRE(B > 0 && L > 0, impl, ": B and L must be positive");
+  LONGMIX_REQUIRE(L <= cfg.l_max, "hyena: L=", L, " is longer than l_max=", cfg.l_max,
+                  " of these weights (the filter's time grid is fixed by l_max)");
+}
+
 void HyenaWeights::validate() const {
   cfg.validate();
   auto* self = const_cast<HyenaWeights*>(this);

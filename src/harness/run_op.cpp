@@ -228,10 +228,24 @@ int run_op(const RunOptions& opt) {
                     " is below the inputs' size ", format_bytes(input_bytes));
     be->allocator().set_cap(*opt.memory_limit);
   }
-  const std::string impl = be->impls(w.op).front();
-  const std::string why_not = be->unsupported(impl, w);
-  LONGMIX_REQUIRE(why_not.empty(), impl, ": ", why_not);
-  auto runner = be->make(impl, p);
+  // The fastest implementation that takes these weights (hyena-fused, e.g., needs F <= 64 and
+  // even D; hyena-cuda takes the rest); the reasons of all when none does.
+  std::string impl, reasons;
+  std::unique_ptr<Runner> runner;
+  for (const auto& cand : be->impls(w.op)) {
+    std::string why_not = be->unsupported(cand, w);
+    if (why_not.empty()) {
+      try {
+        runner = be->make(cand, p);
+        impl = cand;
+        break;
+      } catch (const InvalidArgument& e) {
+        why_not = e.what();
+      }
+    }
+    reasons += (reasons.empty() ? "" : "; ") + cand + ": " + why_not;
+  }
+  LONGMIX_REQUIRE(runner != nullptr, "no implementation of ", w.op, " on ", be->name(), " takes this input (", reasons, ")");
   runner->forward();
   be->synchronize();
   const auto y = runner->output();

@@ -34,5 +34,7 @@ void convert_to_float_cuda(DType t, const void* src, float* dst, std::size_t n, 
 void fill_nan_cuda(DType t, void* p, std::size_t n, cudaStream_t s);
 // A device copy of host floats stored in dtype t (from the allocator; synchronous).
 Buffer<char> upload_as(Allocator& a, const std::vector<float>& v, DType t, cudaStream_t s);
+// The first n elements of a dtype-t device buffer as host floats (synchronous).
+std::vector<float> download_as(const Buffer<char>& b, std::size_t n, DType t, Allocator& a, cudaStream_t s);
 
 }  // namespace longmix

@@ -110,4 +110,14 @@ Buffer<char> upload_as(Allocator& a, const std::vector<float>& v, DType t, cudaS
   return out;
 }
 
+std::vector<float> download_as(const Buffer<char>& b, std::size_t n, DType t, Allocator& a, cudaStream_t s) {
+  std::vector<float> out(n);
+  if (!n) return out;
+  Buffer<float> tmp(a, n);
+  convert_to_float_cuda(t, b.data(), tmp.data(), n, s);
+  CUDA_CHECK(cudaMemcpyAsync(out.data(), tmp.data(), n * 4, cudaMemcpyDeviceToHost, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  return out;
+}
+
 }  // namespace longmix

@@ -19,16 +19,6 @@ namespace {
 
 constexpr std::size_t kCublasWorkspace = 32ull << 20;
 
-std::vector<float> download(const Buffer<char>& b, std::size_t n, DType t, Allocator& a, cudaStream_t s) {
-  std::vector<float> out(n);
-  if (!n) return out;
-  Buffer<float> tmp(a, n);
-  convert_to_float_cuda(t, b.data(), tmp.data(), n, s);
-  CUDA_CHECK(cudaMemcpyAsync(out.data(), tmp.data(), n * 4, cudaMemcpyDeviceToHost, s));
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  return out;
-}
-
 // cuBLAS's workspace, taken from the project's allocator only by runners that use cuBLAS
 // (held while they live, counted in their rows); without one, cuBLAS runs with none.
 class CublasWorkspace {
@@ -88,7 +78,7 @@ class CudaAttentionRunner final : public Runner {
     out_ = std::move(y);
   }
   std::vector<float> output() override {
-    return download(out_, static_cast<std::size_t>(w_.B * w_.L * w_.D()), t_, *ctx_.alloc, ctx_.stream);
+    return download_as(out_, static_cast<std::size_t>(w_.B * w_.L * w_.D()), t_, *ctx_.alloc, ctx_.stream);
   }
 
  private:
@@ -137,7 +127,7 @@ class CudaHyenaRunner final : public Runner {
     else plan_->forward(x_.data(), y.data());
     out_ = std::move(y);
   }
-  std::vector<float> output() override { return download(out_, size(), t_, *ctx_.alloc, ctx_.stream); }
+  std::vector<float> output() override { return download_as(out_, size(), t_, *ctx_.alloc, ctx_.stream); }
 
  private:
   std::size_t size() const { return static_cast<std::size_t>(w_.B * w_.L * w_.D()); }

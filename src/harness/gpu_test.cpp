@@ -156,10 +156,8 @@ TEST(GpuHyenaFused, Fp16AndFp32SpectraMatchTheReference) {
     Buffer<char> ws(*ctx.alloc, 32u << 20);
     CUBLAS_CHECK(cublasSetWorkspace(ctx.cublas, ws.data(), ws.bytes()));
     const std::size_t n = p.x.size();
-    Buffer<float> xf(*ctx.alloc, n), yf(*ctx.alloc, n);
-    Buffer<char> x(*ctx.alloc, n * 2), y(*ctx.alloc, n * 2);
-    CUDA_CHECK(cudaMemcpyAsync(xf.data(), p.x.data(), n * 4, cudaMemcpyHostToDevice, ctx.stream));
-    convert_from_float_cuda(DType::kF16, xf.data(), x.data(), n, ctx.stream);
+    const Buffer<char> x = upload_as(*ctx.alloc, p.x, DType::kF16, ctx.stream);
+    Buffer<char> y(*ctx.alloc, n * 2);
     for (bool half : {true, false}) {
       for (bool graph : {true, false}) {
         HyenaFusedOptions opt;
@@ -168,11 +166,7 @@ TEST(GpuHyenaFused, Fp16AndFp32SpectraMatchTheReference) {
         HyenaFusedPlan plan(p.hyena, w.B, w.L, DType::kF16, false, ctx, opt);
         fill_nan_cuda(DType::kF16, y.data(), n, ctx.stream);
         plan.forward(x.data(), y.data());
-        convert_to_float_cuda(DType::kF16, y.data(), yf.data(), n, ctx.stream);
-        std::vector<float> out(n);
-        CUDA_CHECK(cudaMemcpyAsync(out.data(), yf.data(), n * 4, cudaMemcpyDeviceToHost, ctx.stream));
-        CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
-        const auto c = compare(out, ref);
+        const auto c = compare(download_as(y, n, DType::kF16, *ctx.alloc, ctx.stream), ref);
         std::printf("hyena-fused L=%lld spectra=%s graph=%d: %s\n", static_cast<long long>(w.L),
                     half ? "fp16" : "fp32", int(graph), c.summary().c_str());
         EXPECT_EQ(c.nonfinite, 0u);

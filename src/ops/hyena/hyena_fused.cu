@@ -423,6 +423,5 @@ HyenaFusedPlan::~HyenaFusedPlan() = default;
 
 void HyenaFusedPlan::forward(const void* u, void* y) { impl_->run(u, y, false); }
 void HyenaFusedPlan::core(const void* z, void* yg) { impl_->run(z, yg, true); }
-std::int64_t HyenaFusedPlan::fft_size() const { return impl_->N; }
 
 }  // namespace longmix

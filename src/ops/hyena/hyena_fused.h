@@ -43,7 +43,6 @@ class HyenaFusedPlan {
   void forward(const void* u, void* y);
   // z: (B, L, C) in_proj output (bias included); yg: (B, L, D) = v ⊙ x0.
   void core(const void* z, void* yg);
-  std::int64_t fft_size() const;
 
  private:
   struct Impl;

@@ -33,10 +33,6 @@ __device__ __forceinline__ float ld_act(const void* p, int i, bool bf16) {
   return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i])
               : __half2float(static_cast<const __half*>(p)[i]);
 }
-__device__ __forceinline__ void st_act(void* p, int i, float v, bool bf16) {
-  if (bf16) static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
-  else static_cast<__half*>(p)[i] = __float2half_rn(v);
-}
 
 template <typename S> __device__ __forceinline__ float2 load_c(const S* p, int i);
 template <> __device__ __forceinline__ float2 load_c<float2>(const float2* p, int i) { return p[i]; }

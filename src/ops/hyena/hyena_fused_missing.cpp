@@ -15,6 +15,5 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t L, std::int64
 HyenaFusedPlan::~HyenaFusedPlan() = default;
 void HyenaFusedPlan::forward(const void*, void*) {}
 void HyenaFusedPlan::core(const void*, void*) {}
-std::int64_t HyenaFusedPlan::fft_size() const { return 0; }
 
 }  // namespace longmix

@@ -8,6 +8,12 @@
 #include "harness/sweep.h"
 #include "report/report.h"
 
+#ifdef LONGMIX_HAVE_CUDA
+namespace longmix {
+void inject_gpu_fault(const std::string& kind);  // common/cuda_context.h
+}
+#endif
+
 using namespace longmix;
 
 namespace {
@@ -82,6 +88,7 @@ int main(int argc, char** argv) {
   run->add_option("--output", ro.output, "output .npy (float32)")->required();
   run->add_option("--backend", ro.backend, "cpu or cuda")->capture_default_str();
   run->add_option("--dtype", ro.dtype, "auto, fp32, fp16, bf16")->capture_default_str();
+  run->add_option("--impl", ro.impl, "implementation id, e.g. flash-own (default: the fastest that takes the input)");
   run->add_option("--heads", ro.heads, "attention-layer heads")->capture_default_str();
   run->add_option("--l-max", ro.l_max, "hyena without --weights: l_max of the default weights (default: the input's L)");
   run->add_flag("--causal", ro.causal, "causal attention");
@@ -159,12 +166,20 @@ int main(int argc, char** argv) {
     if (*row) {
       rw.causal = !row_non_causal;
       rw.filter_cached = row_cached;
-      // Test hook: LONGMIX_INJECT_FAULT=impl:L makes that row's process crash (SIGSEGV).
-      if (const char* f = std::getenv("LONGMIX_INJECT_FAULT"))
-        if (std::string(f) == row_impl + ":" + std::to_string(rw.L)) std::raise(SIGSEGV);
+      // Test hook: LONGMIX_INJECT_FAULT=impl:L makes that row's process crash (SIGSEGV);
+      // impl:L:illegal-address and impl:L:hang run a GPU kernel that faults or never ends.
+      std::string fault;
+      if (const char* f = std::getenv("LONGMIX_INJECT_FAULT")) {
+        const std::string key = row_impl + ":" + std::to_string(rw.L), s = f;
+        if (s == key) std::raise(SIGSEGV);
+        if (s.rfind(key + ":", 0) == 0) fault = s.substr(key.size() + 1);
+      }
       std::string why;
       std::unique_ptr<Backend> be = row_backend == "cuda" ? make_cuda_backend(&why) : make_cpu_backend();
       LONGMIX_REQUIRE(be != nullptr, "no usable GPU: ", why);
+#ifdef LONGMIX_HAVE_CUDA
+      if (!fault.empty()) inject_gpu_fault(fault);
+#endif
       if (row_cap) be->allocator().set_cap(row_cap);
       std::cout << row_to_json(measure_row(*be, row_impl, rw, rp)) << std::endl;
       return 0;

@@ -10,6 +10,10 @@
 #   sanitize compute-sanitizer memcheck and racecheck on two small hyena-fused tests
 #   fusedunit  the hyena-fused unit tests and the driver-memory cross-check
 #   full256, full1024  the full sweep of one width (every op) with the same-run PyTorch peers
+#   flashown the attention GPU tests (every flash-own variant, flash-cudnn, attention-cuda),
+#            memcheck/racecheck on flash-own, the variant benchmark against cuDNN
+#   torch    longmix run against the PyTorch modules (bench/peers/check_torch.py), every GPU impl
+#   isolate  a GPU sweep with --isolate and an injected fault in one row
 # Logs and results go under $OUT (8 files at most come back: results are tarred).
 set -uo pipefail
 B=/tmp/lm
@@ -75,6 +79,36 @@ for stage in "$@"; do
     fusedunit)
       $B/gpu_test --gtest_filter='GpuHyenaFused.*:GpuMemory.DriverSees*' > $OUT/gpu_test_fused.log 2>&1
       grep -E "^\[  (PASSED|FAILED) |^hyena-fused|FAILED  \]|OK \]" $OUT/gpu_test_fused.log | tee -a $LOG
+      ;;
+    flashown)
+      $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*:Ragged/GpuAttention.*:GpuBadInput.*' > $OUT/gpu_test_flash.log 2>&1
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_flash.log | sort | uniq -c | tee -a $LOG
+      grep -B3 -A3 "Failure" $OUT/gpu_test_flash.log | head -40 | tee -a $LOG
+      for tool in memcheck racecheck; do
+        timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 $B/gpu_test \
+          --gtest_filter='Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/0:Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/7' \
+          > $OUT/sanitizer_flash_$tool.log 2>&1
+        echo "compute-sanitizer $tool (flash-own) rc=$? $(tail -1 $OUT/sanitizer_flash_$tool.log)" | tee -a $LOG
+      done
+      $B/bench_flash_own ${FLASH_L:-4096,16384,32768,131072} fp16 2>&1 | tee $OUT/bench_flash_own.txt | tee -a $LOG
+      $B/bench_flash_own 16384,131072 bf16 2>&1 | tee -a $OUT/bench_flash_own.txt | tee -a $LOG
+      for H in 4 16; do  # PyTorch's FlashAttention-2 and cuDNN backends, same call, core scope
+        PYTHONUNBUFFERED=1 timeout 150 $PY bench/peers/peers.py --lengths 4k,16k,32k,128k --heads $H \
+          --impls torch-sdpa-flash,torch-sdpa-cudnn --scopes core --out $OUT/peers_core_h$H.json 2>&1 | tail -12 | tee -a $LOG
+      done
+      ;;
+    torch)
+      PYTHONUNBUFFERED=1 timeout 300 $PY bench/peers/check_torch.py $B/longmix /tmp/check_torch 2>&1 | tee -a $LOG
+      cp /tmp/check_torch/check_torch.json $OUT/ 2>/dev/null
+      ;;
+    isolate)
+      # An illegal address in flash-own's 8k row, a kernel that never ends in hyena-fused's 8k row
+      # (killed by --row-timeout); every other row must be measured.
+      for f in flash-own:8192:illegal-address hyena-fused:8192:hang; do
+        LONGMIX_INJECT_FAULT=$f timeout 200 $B/longmix sweep --ops flash,hyena --lengths 4k,8k,16k --isolate \
+          --row-timeout 20 --out /tmp/iso_${f%%:*} --quiet 2>&1 | tail -2 | tee -a $LOG
+        cut -d, -f1-3,8,9,22 /tmp/iso_${f%%:*}/results_flash.csv /tmp/iso_${f%%:*}/results_hyena.csv | tee -a $LOG
+      done
       ;;
     full256|full1024)
       # The full sweep of one width (every op, 4k..1M), then the peers in the same call:

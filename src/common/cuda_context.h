@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "memory/allocator.h"
@@ -36,5 +37,9 @@ void fill_nan_cuda(DType t, void* p, std::size_t n, cudaStream_t s);
 Buffer<char> upload_as(Allocator& a, const std::vector<float>& v, DType t, cudaStream_t s);
 // The first n elements of a dtype-t device buffer as host floats (synchronous).
 std::vector<float> download_as(const Buffer<char>& b, std::size_t n, DType t, Allocator& a, cudaStream_t s);
+
+// Test hook for fault isolation: "illegal-address" launches a kernel that writes through a bad
+// pointer, "hang" one that never ends; either way the calling process's CUDA context is lost.
+void inject_gpu_fault(const std::string& kind);
 
 }  // namespace longmix

@@ -120,4 +120,20 @@ std::vector<float> download_as(const Buffer<char>& b, std::size_t n, DType t, Al
   return out;
 }
 
+__global__ void fault_kernel(int* p, int hang) {
+  if (hang) {
+    volatile int spin = 1;
+    while (spin) {
+    }
+  }
+  *p = 1;
+}
+
+void inject_gpu_fault(const std::string& kind) {
+  LONGMIX_REQUIRE(kind == "illegal-address" || kind == "hang", "unknown injected fault '", kind, "'");
+  fault_kernel<<<1, 1>>>(reinterpret_cast<int*>(std::uintptr_t{16}), kind == "hang");
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 }  // namespace longmix

@@ -1,4 +1,4 @@
-// The CUDA backend: attention-cuda (standard), flash-cudnn, hyena-cuda, hyena-fused, in fp16/bf16, all
+// The CUDA backend: attention-cuda (standard), flash-own, flash-cudnn, hyena-cuda, hyena-fused, in fp16/bf16, all
 // device memory through the project's caching allocator, timed with CUDA events.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -10,6 +10,7 @@
 #include "harness/backend.h"
 #include "memory/cuda_allocator.h"
 #include "ops/attention/attention_cuda.h"
+#include "ops/attention/attention_flash.h"
 #include "ops/hyena/hyena_cuda.h"
 #include "ops/hyena/hyena_fused.h"
 
@@ -35,10 +36,13 @@ class CublasWorkspace {
   Buffer<char> buf_;
 };
 
+// kind: attention-cuda (standard), flash-cudnn or flash-own.
+enum class AttnImpl { kStandard, kCudnn, kOwn };
+
 class CudaAttentionRunner final : public Runner {
  public:
-  CudaAttentionRunner(const Problem& p, CudaContext& ctx, bool flash, bool poison)
-      : ctx_(ctx), w_(p.w), t_(parse_dtype(p.w.dtype)), flash_(flash), poison_(poison),
+  CudaAttentionRunner(const Problem& p, CudaContext& ctx, AttnImpl kind, bool poison)
+      : ctx_(ctx), w_(p.w), t_(parse_dtype(p.w.dtype)), kind_(kind), poison_(poison),
         params_{p.w.B, p.w.L, p.w.H, p.w.d, p.w.causal, 0} {
     params_.validate();
     Allocator& a = *ctx.alloc;
@@ -54,8 +58,8 @@ class CudaAttentionRunner final : public Runner {
       wout_ = upload_as(a, p.attn.out_proj_weight, t_, ctx.stream);
       bout_ = upload_as(a, p.attn.out_proj_bias, DType::kF32, ctx.stream);
     }
-    if (flash_) cudnn_ = std::make_unique<CudnnFlash>(params_, t_, w_.scope == "core" ? D : 3 * D, D);
-    if (!flash_ || w_.scope == "layer") ws_ = std::make_unique<CublasWorkspace>(ctx);
+    if (kind_ == AttnImpl::kCudnn) cudnn_ = std::make_unique<CudnnFlash>(params_, t_, w_.scope == "core" ? D : 3 * D, D);
+    if (kind_ == AttnImpl::kStandard || w_.scope == "layer") ws_ = std::make_unique<CublasWorkspace>(ctx);
   }
   void forward() override {
     Allocator& a = *ctx_.alloc;
@@ -83,9 +87,14 @@ class CudaAttentionRunner final : public Runner {
 
  private:
   void attend(const void* q, const void* k, const void* v, std::int64_t ld, void* o) {
-    if (flash_) {
+    if (kind_ == AttnImpl::kCudnn) {
       Buffer<float> lse(*ctx_.alloc, static_cast<std::size_t>(w_.B * w_.H * w_.L));  // (B, H, L)
       cudnn_->run(q, k, v, o, lse.data(), ctx_);
+    } else if (kind_ == AttnImpl::kOwn) {
+      Buffer<float> lse(*ctx_.alloc, static_cast<std::size_t>(w_.B * w_.H * w_.L));  // (B, H, L)
+      FlashOwnArgs a;
+      a.q = q; a.k = k; a.v = v; a.o = o; a.lse = lse.data(); a.ld_in = ld; a.ld_o = w_.D();
+      flash_own_forward(params_, t_, a, ctx_.stream);
     } else {
       attention_standard_cuda(params_, t_, q, k, v, ld, o, w_.D(), ctx_);
     }
@@ -93,7 +102,8 @@ class CudaAttentionRunner final : public Runner {
   CudaContext& ctx_;
   Workload w_;
   DType t_;
-  bool flash_, poison_;
+  AttnImpl kind_;
+  bool poison_;
   AttentionParams params_;
   Buffer<char> q_, k_, v_, x_, wqkv_, bqkv_, wout_, bout_, out_;
   std::unique_ptr<CudnnFlash> cudnn_;
@@ -174,7 +184,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   Allocator& allocator() override { return alloc_; }
   std::vector<std::string> impls(const std::string& op) const override {
-    if (op == "flash") return {"flash-cudnn"};
+    if (op == "flash") return {"flash-cudnn", "flash-own"};
     if (op == "attention") return {"attention-cuda"};
     if (op == "hyena") return {"hyena-fused", "hyena-cuda"};
     return {};
@@ -186,6 +196,7 @@ class CudaBackend final : public Backend {
       if (!cudnn_why_.empty()) return cudnn_why_;
       return cudnn_flash_unsupported(p, parse_dtype(w.dtype));
     }
+    if (impl == "flash-own") return flash_own_unsupported(p, parse_dtype(w.dtype));
     if (impl == "attention-cuda") return w.d % 8 ? "head dim must be a multiple of 8" : "";
     if (impl == "hyena-cuda" || impl == "hyena-fused") {
       HyenaConfig cfg;
@@ -199,7 +210,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Runner> make(const std::string& impl, const Problem& p) override {
     if (impl == "hyena-cuda" || impl == "hyena-fused")
       return std::make_unique<CudaHyenaRunner>(p, ctx_, poison_, impl == "hyena-fused");
-    return std::make_unique<CudaAttentionRunner>(p, ctx_, impl == "flash-cudnn", poison_);
+    const AttnImpl kind = impl == "flash-cudnn" ? AttnImpl::kCudnn : impl == "flash-own" ? AttnImpl::kOwn : AttnImpl::kStandard;
+    return std::make_unique<CudaAttentionRunner>(p, ctx_, kind, poison_);
   }
   void synchronize() override { CUDA_CHECK(cudaStreamSynchronize(ctx_.stream)); }
   double time_call(const std::function<void()>& fn) override {

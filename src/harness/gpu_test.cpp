@@ -2,6 +2,9 @@
 // says "skipped: no GPU" and is counted as skipped.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <tuple>
 
 #include "common/compare.h"
@@ -10,6 +13,8 @@
 #ifdef LONGMIX_HAVE_CUDA  // the plan-level test below drives the CUDA library directly
 #include "common/cuda_check.h"
 #include "common/cuda_context.h"
+#include "common/rng.h"
+#include "ops/attention/attention_flash.h"
 #include "ops/hyena/hyena_fused.h"
 #endif
 
@@ -59,7 +64,7 @@ TEST_P(GpuAttention, MatchesFloat64Reference) {
   auto [impl, L, d, H, causal, dtype] = GetParam();
   for (const std::string scope : {"core", "layer"}) {
     Workload w;
-    w.op = impl == "flash-cudnn" ? "flash" : "attention";
+    w.op = impl.rfind("flash", 0) == 0 ? "flash" : "attention";
     w.scope = scope;
     w.B = scope == "layer" ? 2 : 1;
     w.L = L; w.d = d; w.H = H; w.causal = causal; w.dtype = dtype; w.seed = 3;
@@ -70,7 +75,7 @@ TEST_P(GpuAttention, MatchesFloat64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ragged, GpuAttention,
-    ::testing::Combine(::testing::Values("flash-cudnn", "attention-cuda"), ::testing::Values(1, 77, 256, 513),
+    ::testing::Combine(::testing::Values("flash-own", "flash-cudnn", "attention-cuda"), ::testing::Values(1, 77, 256, 513),
                        ::testing::Values(64, 128), ::testing::Values(1, 4), ::testing::Bool(),
                        ::testing::Values("fp16", "bf16")));
 
@@ -179,6 +184,95 @@ TEST(GpuHyenaFused, Fp16AndFp32SpectraMatchTheReference) {
   cudaStreamDestroy(ctx.stream);
   be->release_cached();
 }
+
+// Every flash-own kernel variant, O and LSE against a float64 reference: ragged L (not a
+// multiple of any tile), causal and not, fp16 and bf16, packed (B, L, H, d) rows and the
+// layer's qkv rows (stride 3D); O poisoned with NaN first.
+float round_bf16(float x) {  // round to nearest even, as the device's conversion does
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+using FlashOwnShape = std::tuple<std::int64_t, bool, std::string>;
+class GpuFlashOwn : public ::testing::TestWithParam<FlashOwnShape> {};
+
+TEST_P(GpuFlashOwn, EveryVariantMatchesFloat64Reference) {
+  REQUIRE_GPU(be);
+  auto [d, causal, dtype] = GetParam();
+  const DType t = parse_dtype(dtype);
+  CudaContext ctx;
+  ctx.alloc = &be->allocator();
+  CUDA_CHECK(cudaStreamCreate(&ctx.stream));
+  for (const std::int64_t L : {1, 77, 200, 513, 1000}) {
+    for (const std::int64_t ld_mult : {1, 3}) {
+      const std::int64_t B = 2, H = L >= 1000 ? 2 : 3, D = H * d, ld = ld_mult * D;
+      AttentionParams p{B, L, H, d, causal, 0};
+      std::vector<float> q(B * L * ld), k(B * L * ld), v(B * L * ld);
+      Rng rng(static_cast<std::uint64_t>(L * 31 + d + ld_mult));
+      for (auto& x : q) x = static_cast<float>(3.0 * rng.normal());  // sharp rows: the running max moves
+      for (auto& x : k) x = static_cast<float>(rng.normal());
+      for (auto& x : v) x = static_cast<float>(rng.uniform(-1, 1));
+      for (auto* a : {&q, &k, &v})
+        for (auto& x : *a) x = dtype == "fp16" ? float(static_cast<_Float16>(x)) : round_bf16(x);
+      // float64 reference: O (B, L, H, d), LSE (B, H, L).
+      std::vector<double> oref(B * L * D), lref(B * H * L);
+      const double scale = 1.0 / std::sqrt(double(d));
+      std::vector<double> sc(L);
+      for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t h = 0; h < H; ++h)
+          for (std::int64_t i = 0; i < L; ++i) {
+            const std::int64_t n = causal ? i + 1 : L;
+            double mx = -1e300;
+            for (std::int64_t j = 0; j < n; ++j) {
+              double acc = 0;
+              for (std::int64_t c = 0; c < d; ++c)
+                acc += double(q[(b * L + i) * ld + h * d + c]) * double(k[(b * L + j) * ld + h * d + c]);
+              sc[j] = acc * scale;
+              mx = std::max(mx, sc[j]);
+            }
+            double sum = 0;
+            for (std::int64_t j = 0; j < n; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
+            for (std::int64_t c = 0; c < d; ++c) {
+              double acc = 0;
+              for (std::int64_t j = 0; j < n; ++j) acc += sc[j] * double(v[(b * L + j) * ld + h * d + c]);
+              oref[(b * L + i) * D + h * d + c] = acc / sum;
+            }
+            lref[(b * H + h) * L + i] = mx + std::log(sum);
+          }
+      const Buffer<char> dq = upload_as(*ctx.alloc, q, t, ctx.stream), dk = upload_as(*ctx.alloc, k, t, ctx.stream),
+                         dv = upload_as(*ctx.alloc, v, t, ctx.stream);
+      Buffer<char> o(*ctx.alloc, B * L * D * 2);
+      Buffer<float> lse(*ctx.alloc, B * H * L);
+      for (const auto& variant : flash_own_variants(p)) {
+        fill_nan_cuda(t, o.data(), B * L * D, ctx.stream);
+        CUDA_CHECK(cudaMemsetAsync(lse.data(), 0xff, lse.bytes(), ctx.stream));  // NaN
+        FlashOwnArgs a;
+        a.q = dq.data(); a.k = dk.data(); a.v = dv.data(); a.o = o.data(); a.lse = lse.data();
+        a.ld_in = ld; a.ld_o = D;
+        flash_own_forward(p, t, a, ctx.stream, variant);
+        CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+        const auto co = compare(download_as(o, B * L * D, t, *ctx.alloc, ctx.stream), oref);
+        std::vector<float> lh(B * H * L);
+        CUDA_CHECK(cudaMemcpy(lh.data(), lse.data(), lse.bytes(), cudaMemcpyDeviceToHost));
+        const auto cl = compare(lh, lref);
+        const std::string what = variant + " L=" + std::to_string(L) + " H=" + std::to_string(H) +
+                                 " ld=" + std::to_string(ld) + " " + dtype + (causal ? " causal" : "");
+        EXPECT_EQ(co.nonfinite, 0u) << what;
+        EXPECT_LE(co.rel_l2, tolerance("flash", dtype)) << what << ": O " << co.summary();
+        EXPECT_EQ(cl.nonfinite, 0u) << what;
+        EXPECT_LE(cl.max_abs, 2e-3) << what << ": LSE " << cl.summary();
+      }
+    }
+  }
+  cudaStreamDestroy(ctx.stream);
+  be->release_cached();
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, GpuFlashOwn,
+    ::testing::Combine(::testing::Values(64, 128), ::testing::Bool(), ::testing::Values("fp16", "bf16")));
 #endif  // LONGMIX_HAVE_CUDA
 
 TEST(GpuMemory, CapMakesStandardAttentionOomAndTheAllocatorRecovers) {
@@ -203,9 +297,9 @@ TEST(GpuMemory, CapMakesStandardAttentionOomAndTheAllocatorRecovers) {
 // count of used memory grows by what the allocator reserved, within a few MB.
 TEST(GpuMemory, DriverSeesWhatTheAllocatorReserved) {
   REQUIRE_GPU(be);
-  for (const std::string impl : {"hyena-cuda", "hyena-fused", "flash-cudnn", "attention-cuda"}) {
+  for (const std::string impl : {"hyena-cuda", "hyena-fused", "flash-cudnn", "flash-own", "attention-cuda"}) {
     Workload w;
-    w.op = impl.rfind("hyena", 0) == 0 ? "hyena" : impl == "flash-cudnn" ? "flash" : "attention";
+    w.op = impl.rfind("hyena", 0) == 0 ? "hyena" : impl.rfind("flash", 0) == 0 ? "flash" : "attention";
     w.L = 32768; w.l_max = 32768; w.dtype = "fp16";
     be->release_cached();
     const Row r = measure_row(*be, impl, w, RepPolicy{1, 1, 0, 1});
@@ -221,6 +315,7 @@ TEST(GpuBadInput, UnsupportedHeadDimIsAClearMessage) {
   Workload w;
   w.op = "flash"; w.d = 96; w.dtype = "fp16";
   EXPECT_NE(be->unsupported("flash-cudnn", w).find("head dims 64 and 128"), std::string::npos);
+  EXPECT_NE(be->unsupported("flash-own", w).find("head dims 64 and 128"), std::string::npos);
   w.dtype = "fp32";
   EXPECT_NE(be->unsupported("hyena-cuda", w).find("fp16 or bf16"), std::string::npos);
   EXPECT_NE(be->unsupported("hyena-fused", w).find("fp16 or bf16"), std::string::npos);

@@ -232,7 +232,15 @@ int run_op(const RunOptions& opt) {
   // even D; hyena-cuda takes the rest); the reasons of all when none does.
   std::string impl, reasons;
   std::unique_ptr<Runner> runner;
-  for (const auto& cand : be->impls(w.op)) {
+  std::vector<std::string> cands = be->impls(w.op);
+  if (!opt.impl.empty()) {
+    std::string known;
+    for (const auto& c : cands) known += (known.empty() ? "" : ", ") + c;
+    LONGMIX_REQUIRE(std::find(cands.begin(), cands.end(), opt.impl) != cands.end(), "--impl ", opt.impl,
+                    " is not an implementation of ", w.op, " on ", be->name(), " (there: ", known, ")");
+    cands = {opt.impl};
+  }
+  for (const auto& cand : cands) {
     std::string why_not = be->unsupported(cand, w);
     if (why_not.empty()) {
       try {

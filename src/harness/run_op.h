@@ -15,6 +15,7 @@ struct RunOptions {
   std::string op;  // hyena | attention-layer | flash | attention
   std::string weights, input, output, q, k, v, save_weights;
   std::string backend = "cpu";
+  std::string impl;  // an implementation id; empty: the fastest that takes the input
   std::string dtype = "auto";
   std::int64_t heads = 4;
   std::int64_t d_model = 256;  // default-initialised weights only

@@ -1,0 +1,108 @@
+// flash-own's kernel variants next to cuDNN's flash attention (flash-cudnn), same process, same
+// inputs: median time of >= 10 calls and >= 0.2 s (CUDA events), TFLOP/s (4·B·H·L²·d/2 causal,
+// twice that non-causal) and the ratio to cuDNN. Prints figures; not a test.
+// Usage: bench_flash_own [lengths=4096,16384,32768,131072] [dtype=fp16]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/cuda_check.h"
+#include "common/cuda_context.h"
+#include "memory/cuda_allocator.h"
+#include "ops/attention/attention_cuda.h"
+#include "ops/attention/attention_flash.h"
+
+using namespace longmix;
+
+namespace {
+
+template <typename F>
+double median_ms(F&& f, cudaStream_t s) {
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<float> t;
+  float total = 0;
+  while (t.size() < 10 || total < 200.0f) {
+    CUDA_CHECK(cudaEventRecord(a, s));
+    f();
+    CUDA_CHECK(cudaEventRecord(b, s));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+    total += ms;
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::int64_t> lengths = {4096, 16384, 32768, 131072};
+  if (argc > 1) {
+    lengths.clear();
+    std::stringstream ss(argv[1]);
+    for (std::string x; std::getline(ss, x, ',');) lengths.push_back(std::atoll(x.c_str()));
+  }
+  const DType t = parse_dtype(argc > 2 ? argv[2] : "fp16");
+  CudaAllocator alloc(0);
+  CudaContext ctx;
+  ctx.alloc = &alloc;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("# %s, %s, B=1\n", prop.name, t == DType::kF16 ? "fp16" : "bf16");
+  std::printf("%-8s %-4s %-4s %-7s %-18s %10s %9s %9s\n", "L", "H", "d", "causal", "impl", "ms", "TFLOP/s", "vs_cudnn");
+  struct Shape { std::int64_t H, d; bool causal; };
+  const Shape shapes[] = {{4, 64, true}, {16, 64, true}, {4, 64, false}, {2, 128, true}, {8, 128, true}};
+  for (const auto& sh : shapes) {
+    for (const std::int64_t L : lengths) {
+      if (!sh.causal && L > 32768) continue;  // non-causal: the short lengths tell the story
+      const AttentionParams p{1, L, sh.H, sh.d, sh.causal, 0};
+      const std::int64_t D = p.D();
+      Buffer<char> q(alloc, L * D * 2), k(alloc, L * D * 2), v(alloc, L * D * 2), o(alloc, L * D * 2);
+      Buffer<float> lse(alloc, sh.H * L);
+      // Small random-ish values (bit patterns of fp16/bf16 in [-1, 1)).
+      std::vector<float> host(L * D);
+      std::uint64_t x = 88172645463325252ull;
+      for (auto& h : host) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        h = static_cast<float>((x >> 40) & 0xffff) / 32768.0f - 1.0f;
+      }
+      for (auto* b : {&q, &k, &v}) *b = upload_as(alloc, host, t, ctx.stream);
+      double cudnn_ms = 0;
+      try {
+        CudnnFlash cf(p, t, D, D);
+        Buffer<char> ws;
+        cudnn_ms = median_ms([&] { cf.run(q.data(), k.data(), v.data(), o.data(), lse.data(), ctx); }, ctx.stream);
+      } catch (const std::exception& e) {
+        std::printf("# flash-cudnn unavailable: %s\n", e.what());
+      }
+      auto row = [&](const std::string& name, double ms) {
+        std::printf("%-8lld %-4lld %-4lld %-7s %-18s %10.4f %9.1f %9.3f\n", static_cast<long long>(L),
+                    static_cast<long long>(sh.H), static_cast<long long>(sh.d), sh.causal ? "yes" : "no",
+                    name.c_str(), ms, p.flops() / (ms * 1e-3) / 1e12, cudnn_ms > 0 ? ms / cudnn_ms : 0.0);
+      };
+      if (cudnn_ms > 0) row("flash-cudnn", cudnn_ms);
+      for (const auto& var : flash_own_variants(p)) {
+        FlashOwnArgs a;
+        a.q = q.data(); a.k = k.data(); a.v = v.data(); a.o = o.data(); a.lse = lse.data();
+        a.ld_in = D; a.ld_o = D;
+        row("own:" + var, median_ms([&] { flash_own_forward(p, t, a, ctx.stream, var); }, ctx.stream));
+      }
+      std::fflush(stdout);
+    }
+  }
+  CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+  return 0;
+}

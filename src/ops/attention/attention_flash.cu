@@ -1,0 +1,754 @@
+// flash-own: the project's FlashAttention forward (SPEC §2). See attention_flash.h.
+//
+// Version log (H200, fp16, B = 1, causal, d = 64; TFLOP/s counted as 4·B·H·L²·d/2 per call;
+// figures in bench/NOTES.md, measured side by side with cuDNN and PyTorch's FlashAttention-2):
+//
+// v1 "mma" (sm80-style, FlashAttention-2's algorithm): one CTA per (kBlockM queries, b, h);
+//   warps split the queries (kMTiles m16 tiles per warp, Q fragments kept in registers),
+//   S = QKᵀ and O += PV on mma.sync m16n8k16 with fp32 accumulators, K/V tiles fetched by
+//   cp.async into XOR-swizzled shared memory (conflict-free ldmatrix), single-buffered and
+//   overlapped as FlashAttention-2 does (V's copy behind QKᵀ, the next K behind softmax + PV);
+//   online softmax in the exp2 domain with the row sums reduced once at the end; key tiles
+//   visited from the diagonal down so only the tiles crossing it are masked; causal CTAs
+//   launched longest-first. Variants differ in kBlockM × kBlockN and warps.
+//
+// Rejected / not yet done: see bench/NOTES.md ("flash-own").
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cfloat>
+#include <cstdint>
+
+#include "common/cuda_check.h"
+#include "ops/attention/attention_flash.h"
+#include "ops/attention/attention_flash_wgmma.cuh"
+
+namespace longmix {
+
+namespace {
+
+struct KernelParams {
+  const char* q;
+  const char* k;
+  const char* v;
+  char* o;
+  float* lse;
+  std::int64_t ld_in, ld_o;  // elements between rows
+  int L, H;
+  float scale_log2;  // softmax scale · log2(e)
+};
+
+template <int kHeadDim_, int kMTiles_, int kBlockN_, int kNWarps_>
+struct Traits {
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kMTiles = kMTiles_;  // m16 tiles per warp
+  static constexpr int kBlockN = kBlockN_;  // keys per tile
+  static constexpr int kNWarps = kNWarps_;
+  static constexpr int kThreads = kNWarps * 32;
+  static constexpr int kWarpRows = 16 * kMTiles;
+  static constexpr int kBlockM = kNWarps * kWarpRows;  // queries per CTA
+  static constexpr int kChunks = kHeadDim / 8;         // 16-byte chunks per row
+  static constexpr int kSmemBytes = (kBlockM + 2 * kBlockN) * kHeadDim * 2;  // sQ, sK, sV
+  static_assert(kHeadDim % 64 == 0, "rows of whole 128-byte swizzle atoms");
+  static_assert(kBlockN % 16 == 0, "key tiles of whole k16 steps");
+};
+
+// ---- PTX wrappers ------------------------------------------------------------------------------
+__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async16(std::uint32_t dst, const void* src, bool valid) {
+  const int bytes = valid ? 16 : 0;  // 0: zero-fill (rows past L)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
+
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                         std::uint32_t b1);
+template <>
+__device__ __forceinline__ void mma16816<__half>(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                                 std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&c)[4], const std::uint32_t (&a)[4],
+                                                        std::uint32_t b0, std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <typename T>
+__device__ __forceinline__ std::uint32_t pack2(float a, float b);
+template <>
+__device__ __forceinline__ std::uint32_t pack2<__half>(float a, float b) {
+  const __half2 h = __floats2half2_rn(a, b);
+  return *reinterpret_cast<const std::uint32_t*>(&h);
+}
+template <>
+__device__ __forceinline__ std::uint32_t pack2<__nv_bfloat16>(float a, float b) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<const std::uint32_t*>(&h);
+}
+
+// Byte offset of (row, 16-byte chunk) in a tile of rows of kHeadDim 2-byte elements; the chunk
+// index is XORed with row % 8 so that the 8 rows one ldmatrix reads fall in 8 different banks.
+template <int kHeadDim>
+__device__ __forceinline__ std::uint32_t swz(int row, int chunk) {
+  return static_cast<std::uint32_t>(row * kHeadDim * 2 + ((chunk ^ (row & 7)) << 4));
+}
+
+// kRows rows of one head starting at row0 (rows ≥ L are zero-filled) into a swizzled tile.
+template <class Tr, int kRows>
+__device__ __forceinline__ void load_tile(std::uint32_t s_tile, const char* g, std::int64_t ld_bytes, int row0,
+                                          int L, int tid) {
+  constexpr int kTotal = kRows * Tr::kChunks;
+  static_assert(kTotal % Tr::kThreads == 0, "whole chunks per thread");
+#pragma unroll
+  for (int i = 0; i < kTotal / Tr::kThreads; ++i) {
+    const int idx = i * Tr::kThreads + tid;
+    const int r = idx / Tr::kChunks, c = idx % Tr::kChunks;
+    const int gr = row0 + r;
+    const char* src = g + static_cast<std::int64_t>(gr < L ? gr : L - 1) * ld_bytes + c * 16;
+    cp_async16(s_tile + swz<Tr::kHeadDim>(r, c), src, gr < L);
+  }
+}
+
+// ---- v1: FlashAttention-2 on mma.sync ------------------------------------------------------------
+template <class Tr, typename T, bool kCausal>
+__global__ void __launch_bounds__(Tr::kThreads) flash_fwd_mma_kernel(const KernelParams p) {
+  constexpr int kD = Tr::kHeadDim, kBM = Tr::kBlockM, kBN = Tr::kBlockN, kMT = Tr::kMTiles;
+  constexpr int kNT = kBN / 8;   // n8 tiles of S per m16 tile
+  constexpr int kDT = kD / 8;    // n8 tiles of O
+  extern __shared__ __align__(128) unsigned char smem[];
+  const std::uint32_t sQ = smem_addr(smem), sK = sQ + kBM * kD * 2, sV = sK + kBN * kD * 2;
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, t4 = lane % 4;
+  const int L = p.L;
+  const int num_m = (L + kBM - 1) / kBM;
+  const int m_block = kCausal ? num_m - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
+  const int b = blockIdx.y / p.H, h = blockIdx.y % p.H;
+  const int m0 = m_block * kBM;
+  const std::int64_t ld_bytes = p.ld_in * 2;
+  const std::int64_t head_off = (static_cast<std::int64_t>(b) * L * p.ld_in + static_cast<std::int64_t>(h) * kD) * 2;
+  const char* gq = p.q + head_off;
+  const char* gk = p.k + head_off;
+  const char* gv = p.v + head_off;
+
+  int n_blocks = (L + kBN - 1) / kBN;
+  if (kCausal) n_blocks = min(n_blocks, (m0 + kBM + kBN - 1) / kBN);
+
+  load_tile<Tr, kBM>(sQ, gq, ld_bytes, m0, L, tid);
+  load_tile<Tr, kBN>(sK, gk, ld_bytes, (n_blocks - 1) * kBN, L, tid);
+  cp_async_commit();
+  cp_async_wait_all();
+  __syncthreads();
+
+  // Q fragments (A operand, row-major 16×16 per (m tile, k step)).
+  std::uint32_t qf[kMT][kD / 16][4];
+  const int wrow = warp * Tr::kWarpRows;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int kk = 0; kk < kD / 16; ++kk)
+      ldmatrix_x4(qf[mt][kk], sQ + swz<kD>(wrow + mt * 16 + (lane % 16), kk * 2 + lane / 16));
+
+  float acc_o[kMT][kDT][4];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int dt = 0; dt < kDT; ++dt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc_o[mt][dt][i] = 0.0f;
+  float row_m[kMT][2], row_l[kMT][2];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+    row_m[mt][0] = row_m[mt][1] = -INFINITY;
+    row_l[mt][0] = row_l[mt][1] = 0.0f;
+  }
+
+  for (int nb = n_blocks - 1; nb >= 0; --nb) {
+    const int n0 = nb * kBN;
+    load_tile<Tr, kBN>(sV, gv, ld_bytes, n0, L, tid);  // behind QKᵀ
+    cp_async_commit();
+
+    float s[kMT][kNT][4];
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) s[mt][nt][i] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < kD / 16; ++kk)
+#pragma unroll
+      for (int np = 0; np < kNT / 2; ++np) {
+        std::uint32_t kf[4];
+        ldmatrix_x4(kf, sK + swz<kD>(np * 16 + (lane % 8) + (lane / 16) * 8, kk * 2 + (lane / 8) % 2));
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          mma16816<T>(s[mt][2 * np], qf[mt][kk], kf[0], kf[1]);
+          mma16816<T>(s[mt][2 * np + 1], qf[mt][kk], kf[2], kf[3]);
+        }
+      }
+
+    const bool mask = n0 + kBN > L || (kCausal && n0 + kBN - 1 > m0);
+    if (mask) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int row = m0 + wrow + mt * 16 + g + (i >= 2 ? 8 : 0);
+            const int col = n0 + nt * 8 + t4 * 2 + (i & 1);
+            if (col >= L || (kCausal && col > row)) s[mt][nt][i] = -INFINITY;
+          }
+    }
+
+    cp_async_wait_all();  // V[nb] is in; every warp is done with K[nb]
+    __syncthreads();
+    if (nb > 0) {
+      load_tile<Tr, kBN>(sK, gk, ld_bytes, n0 - kBN, L, tid);  // behind softmax + PV
+      cp_async_commit();
+    }
+
+    // Online softmax, exp2 domain. Each row's values sit in the 4 threads of one quad.
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * r], s[mt][nt][2 * r + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(row_m[mt][r], mx * p.scale_log2);
+        const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet
+        const float corr = fast_exp2(row_m[mt][r] - m_use);
+        row_m[mt][r] = m_new;
+        float sum = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            const float e = fast_exp2(fmaf(s[mt][nt][2 * r + j], p.scale_log2, -m_use));
+            s[mt][nt][2 * r + j] = e;
+            sum += e;
+          }
+        row_l[mt][r] = row_l[mt][r] * corr + sum;  // this thread's part; quads reduced at the end
+#pragma unroll
+        for (int dt = 0; dt < kDT; ++dt) {
+          acc_o[mt][dt][2 * r] *= corr;
+          acc_o[mt][dt][2 * r + 1] *= corr;
+        }
+      }
+
+    // O += P V: the accumulator layout of two n8 tiles of S is the A layout of one k16 step.
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk) {
+      std::uint32_t pa[kMT][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        pa[mt][0] = pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pa[mt][1] = pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pa[mt][2] = pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pa[mt][3] = pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int dp = 0; dp < kD / 16; ++dp) {
+        std::uint32_t vf[4];
+        ldmatrix_x4_trans(vf, sV + swz<kD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, dp * 2 + lane / 16));
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          mma16816<T>(acc_o[mt][2 * dp], pa[mt], vf[0], vf[1]);
+          mma16816<T>(acc_o[mt][2 * dp + 1], pa[mt], vf[2], vf[3]);
+        }
+      }
+    }
+    cp_async_wait_all();  // K[nb-1] is in; every warp is done with V[nb]
+    __syncthreads();
+  }
+
+  // Epilogue: O / l, LSE = (m + log2 l) · ln 2.
+  const std::int64_t o_head = (static_cast<std::int64_t>(b) * L * p.ld_o + static_cast<std::int64_t>(h) * kD) * 2;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float l = row_l[mt][r];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+      const int row = m0 + wrow + mt * 16 + g + r * 8;
+      if (row >= L) continue;
+      char* orow = p.o + o_head + static_cast<std::int64_t>(row) * p.ld_o * 2;
+#pragma unroll
+      for (int dt = 0; dt < kDT; ++dt)
+        *reinterpret_cast<std::uint32_t*>(orow + (dt * 8 + t4 * 2) * 2) =
+            pack2<T>(acc_o[mt][dt][2 * r] * inv, acc_o[mt][dt][2 * r + 1] * inv);
+      if (t4 == 0)
+        p.lse[(static_cast<std::int64_t>(b) * p.H + h) * L + row] =
+            l > 0.0f ? (row_m[mt][r] + __log2f(l)) * 0.69314718055994531f : INFINITY;
+    }
+}
+
+
+// ---- v2: Hopper, wgmma ---------------------------------------------------------------------------
+// kWG warpgroups, each owning 64 query rows (kBlockM = 64·kWG); key tiles of kBlockN = 128.
+// S = Q·Kᵀ: wgmma m64n128k16, Q and K from shared memory (K-major, 128-byte swizzle);
+// O += P·V: wgmma m64n(d)k16 with P from registers (the accumulator layout of S, rounded to
+// 16 bits, is the register layout of A) and V from shared memory read MN-major (transposed).
+// Tiles are stored as 64-column sub-tiles of 128-byte rows, XOR-swizzled in 1024-byte atoms —
+// the layout wgmma's 128-byte swizzle mode reads, and the one cp.async writes here.
+// kOverlap (FlashAttention-3's intra-warpgroup pipelining): the next tile's QKᵀ is issued
+// before this tile's PV, and its softmax runs while PV is on the tensor cores; K runs two tiles
+// ahead of V in a two-stage ring so the copy of each tile has a whole iteration to land.
+template <int kHeadDim_, int kWG_, bool kOverlap_>
+struct WgTraits {
+  static constexpr int kHeadDim = kHeadDim_, kWG = kWG_;
+  static constexpr bool kOverlap = kOverlap_;
+  static constexpr int kBlockM = 64 * kWG, kBlockN = 128;
+  static constexpr int kThreads = 128 * kWG;
+  static constexpr int kChunks = kHeadDim / 8;
+  static constexpr int kTileQ = kBlockM * kHeadDim * 2, kTileKV = kBlockN * kHeadDim * 2;
+  static constexpr int kSmemBytes = kTileQ + 4 * kTileKV + 1024;  // sQ, sK[2], sV[2], alignment slack
+  static_assert(kHeadDim == 64 || kHeadDim == 128, "one or two 64-column sub-tiles");
+};
+
+// Byte offset of (row, 16-byte chunk) in a tile of kRows rows stored as 64-column sub-tiles.
+template <int kRows>
+__device__ __forceinline__ std::uint32_t swz_sub(int row, int chunk) {
+  return static_cast<std::uint32_t>((chunk >> 3) * kRows * 128 + row * 128 + (((chunk & 7) ^ (row & 7)) << 4));
+}
+
+template <class Tr, int kRows>
+__device__ __forceinline__ void load_tile_sub(std::uint32_t s_tile, const char* g, std::int64_t ld_bytes, int row0,
+                                              int L, int tid) {
+  constexpr int kTotal = kRows * Tr::kChunks;
+#pragma unroll
+  for (int i = 0; i < (kTotal + Tr::kThreads - 1) / Tr::kThreads; ++i) {
+    const int idx = i * Tr::kThreads + tid;
+    if (kTotal % Tr::kThreads != 0 && idx >= kTotal) break;
+    const int r = idx / Tr::kChunks, c = idx % Tr::kChunks;
+    const int gr = row0 + r;
+    const char* src = g + static_cast<std::int64_t>(gr < L ? gr : L - 1) * ld_bytes + c * 16;
+    cp_async16(s_tile + swz_sub<kRows>(r, c), src, gr < L);
+  }
+}
+
+// Shared-memory matrix descriptor, 128-byte swizzle (PTX ISA "matrix descriptor"): start address,
+// leading and stride byte offsets, all >> 4.
+__device__ __forceinline__ std::uint64_t gmma_desc(std::uint32_t saddr, std::uint32_t lbo, std::uint32_t sbo) {
+  return static_cast<std::uint64_t>((saddr & 0x3FFFF) >> 4) | (static_cast<std::uint64_t>((lbo >> 4) & 0x3FFF) << 16) |
+         (static_cast<std::uint64_t>((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void fence_regs(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+template <typename T, int kD>
+__device__ __forceinline__ void wgmma_pv(float (&o)[kD / 2], const std::uint32_t (&a)[4], std::uint64_t desc) {
+  if constexpr (kD == 64) flash_wgmma::wgmma_rs_n64<T>(o, a, desc, 1);
+  else flash_wgmma::wgmma_rs_n128<T>(o, a, desc, 1);
+}
+
+// S (m64 × 128 per warpgroup) = Q_wg · K_tileᵀ, issued and committed (not waited).
+template <class Tr, typename T>
+__device__ __forceinline__ void issue_qk(float (&s)[64], std::uint32_t sQ_wg, std::uint32_t sK_tile) {
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < Tr::kHeadDim / 16; ++kk) {
+    const std::uint32_t off = (kk % 4) * 32;  // k16 steps inside a 128-byte row; sub-tile kk / 4
+    const std::uint64_t da = gmma_desc(sQ_wg + (kk / 4) * Tr::kBlockM * 128 + off, 16, 1024);
+    const std::uint64_t db = gmma_desc(sK_tile + (kk / 4) * Tr::kBlockN * 128 + off, 16, 1024);
+    if (kk == 0) flash_wgmma::wgmma_ss_n128_zero<T>(s, da, db);
+    else flash_wgmma::wgmma_ss_n128<T>(s, da, db, 1);
+  }
+  wgmma_commit();
+}
+
+// O += P · V_tile, P as 8 k16 register fragments; issued and committed (not waited).
+template <class Tr, typename T>
+__device__ __forceinline__ void issue_pv(float (&o)[Tr::kHeadDim / 2], const std::uint32_t (&pa)[8][4],
+                                         std::uint32_t sV_tile) {
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < Tr::kBlockN / 16; ++kk)
+    wgmma_pv<T, Tr::kHeadDim>(o, pa[kk], gmma_desc(sV_tile + kk * 16 * 128, Tr::kBlockN * 128, 1024));
+  wgmma_commit();
+}
+
+// The online-softmax update of one S tile (masked where it crosses the diagonal or L): returns
+// the O correction of each of the thread's two rows and leaves P (16-bit, A layout) in pa. S is
+// only read: writing the accumulator registers of a wgmma while another is in flight would make
+// ptxas serialise every wgmma of the kernel (its warning C7513).
+template <class Tr, typename T, bool kMask, bool kCausal>
+__device__ __forceinline__ void softmax_tile_impl(const float (&s)[64], std::uint32_t (&pa)[8][4], float (&row_m)[2],
+                                                  float (&row_l)[2], float (&corr)[2], int n0, int row_base, int L,
+                                                  float scale_log2) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+  auto val = [&](int j, int i) {
+    if constexpr (kMask) {
+      const int row = row_base + g + (i >= 2 ? 8 : 0);
+      const int col = n0 + j * 8 + t4 * 2 + (i & 1);
+      if (col >= L || (kCausal && col > row)) return -INFINITY;
+    }
+    return s[j * 4 + i];
+  };
+  float m_use[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) mx = fmaxf(mx, fmaxf(val(j, 2 * r), val(j, 2 * r + 1)));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(row_m[r], mx * scale_log2);
+    m_use[r] = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet
+    corr[r] = fast_exp2(row_m[r] - m_use[r]);
+    row_m[r] = m_new;
+  }
+  float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    float e[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      e[i] = fast_exp2(fmaf(val(j, i), scale_log2, -m_use[i / 2]));
+      sum[i / 2] += e[i];
+    }
+    pa[j / 2][(j & 1) * 2 + 0] = pack2<T>(e[0], e[1]);
+    pa[j / 2][(j & 1) * 2 + 1] = pack2<T>(e[2], e[3]);
+  }
+  row_l[0] = row_l[0] * corr[0] + sum[0];
+  row_l[1] = row_l[1] * corr[1] + sum[1];
+}
+
+template <class Tr, typename T, bool kCausal>
+__device__ __forceinline__ void softmax_tile(const float (&s)[64], std::uint32_t (&pa)[8][4], float (&row_m)[2],
+                                             float (&row_l)[2], float (&corr)[2], int n0, int row_base, int L,
+                                             int m0, float scale_log2) {
+  if (n0 + Tr::kBlockN > L || (kCausal && n0 + Tr::kBlockN - 1 > m0))
+    softmax_tile_impl<Tr, T, true, kCausal>(s, pa, row_m, row_l, corr, n0, row_base, L, scale_log2);
+  else
+    softmax_tile_impl<Tr, T, false, kCausal>(s, pa, row_m, row_l, corr, n0, row_base, L, scale_log2);
+}
+
+template <int kD>
+__device__ __forceinline__ void rescale(float (&o)[kD / 2], const float (&corr)[2]) {
+#pragma unroll
+  for (int j = 0; j < kD / 8; ++j) {
+    o[j * 4 + 0] *= corr[0];
+    o[j * 4 + 1] *= corr[0];
+    o[j * 4 + 2] *= corr[1];
+    o[j * 4 + 3] *= corr[1];
+  }
+}
+
+template <class Tr, typename T, bool kCausal>
+__global__ void __launch_bounds__(Tr::kThreads) flash_fwd_wgmma_kernel(const KernelParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kD = Tr::kHeadDim, kBM = Tr::kBlockM, kBN = Tr::kBlockN;
+  extern __shared__ unsigned char smem_raw[];
+  const std::uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;  // swizzle atoms 1024-aligned
+  const std::uint32_t sQ = base, sK0 = sQ + Tr::kTileQ, sV0 = sK0 + 2 * Tr::kTileKV;
+  auto sK = [&](int t) { return sK0 + (t & 1) * Tr::kTileKV; };
+  auto sV = [&](int t) { return sV0 + (t & 1) * Tr::kTileKV; };
+
+  const int tid = threadIdx.x, wg = tid / 128, warp_in_wg = (tid / 32) % 4, lane = tid % 32;
+  const int g = lane / 4, t4 = lane % 4;
+  const int L = p.L;
+  const int num_m = (L + kBM - 1) / kBM;
+  const int m_block = kCausal ? num_m - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
+  const int b = blockIdx.y / p.H, h = blockIdx.y % p.H;
+  const int m0 = m_block * kBM;
+  const int row_base = m0 + wg * 64 + warp_in_wg * 16;  // this warp's first row
+  const std::int64_t ld_bytes = p.ld_in * 2;
+  const std::int64_t head_off = (static_cast<std::int64_t>(b) * L * p.ld_in + static_cast<std::int64_t>(h) * kD) * 2;
+  const char* gq = p.q + head_off;
+  const char* gk = p.k + head_off;
+  const char* gv = p.v + head_off;
+  int n_blocks = (L + kBN - 1) / kBN;
+  if (kCausal) n_blocks = min(n_blocks, (m0 + kBM + kBN - 1) / kBN);
+  // Tile t (t = 0 first) covers keys from n0(t); visited from the diagonal down.
+  auto n0_of = [&](int t) { return (n_blocks - 1 - t) * kBN; };
+  const std::uint32_t sQ_wg = sQ + wg * 64 * 128;
+
+  float o[kD / 2];
+#pragma unroll
+  for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
+  float row_m[2] = {-INFINITY, -INFINITY}, row_l[2] = {0.0f, 0.0f}, corr[2];
+  float s[64];
+  std::uint32_t pa[8][4];
+
+  if constexpr (!Tr::kOverlap) {
+    // Prologue: group 0 = {Q, tile 0}, group 1 = {tile 1}; each iteration t commits tile t + 2.
+    load_tile_sub<Tr, kBM>(sQ, gq, ld_bytes, m0, L, tid);
+    load_tile_sub<Tr, kBN>(sK(0), gk, ld_bytes, n0_of(0), L, tid);
+    load_tile_sub<Tr, kBN>(sV(0), gv, ld_bytes, n0_of(0), L, tid);
+    cp_async_commit();
+    if (n_blocks > 1) {
+      load_tile_sub<Tr, kBN>(sK(1), gk, ld_bytes, n0_of(1), L, tid);
+      load_tile_sub<Tr, kBN>(sV(1), gv, ld_bytes, n0_of(1), L, tid);
+    }
+    cp_async_commit();
+    for (int t = 0; t < n_blocks; ++t) {
+      cp_async_wait<1>();
+      fence_proxy_async();
+      __syncthreads();
+      issue_qk<Tr, T>(s, sQ_wg, sK(t));
+      wgmma_wait<0>();
+      fence_regs(s);
+      softmax_tile<Tr, T, kCausal>(s, pa, row_m, row_l, corr, n0_of(t), row_base, L, m0, p.scale_log2);
+      rescale<kD>(o, corr);
+      issue_pv<Tr, T>(o, pa, sV(t));
+      wgmma_wait<0>();
+      fence_regs(o);
+      __syncthreads();  // every warpgroup is done with stage t & 1
+      if (t + 2 < n_blocks) {
+        load_tile_sub<Tr, kBN>(sK(t), gk, ld_bytes, n0_of(t + 2), L, tid);
+        load_tile_sub<Tr, kBN>(sV(t), gv, ld_bytes, n0_of(t + 2), L, tid);
+      }
+      cp_async_commit();
+    }
+  } else {
+    // K runs ahead of V: group(-2) = {Q, K0, V0, K1}; after S0, group(-1) = {K2, V1}; the end of
+    // iteration t commits {K(t+3), V(t+2)}, so the top of iteration t needs all but the newest group.
+    load_tile_sub<Tr, kBM>(sQ, gq, ld_bytes, m0, L, tid);
+    load_tile_sub<Tr, kBN>(sK(0), gk, ld_bytes, n0_of(0), L, tid);
+    load_tile_sub<Tr, kBN>(sV(0), gv, ld_bytes, n0_of(0), L, tid);
+    if (n_blocks > 1) load_tile_sub<Tr, kBN>(sK(1), gk, ld_bytes, n0_of(1), L, tid);
+    cp_async_commit();
+    cp_async_wait<0>();
+    fence_proxy_async();
+    __syncthreads();
+    issue_qk<Tr, T>(s, sQ_wg, sK(0));
+    wgmma_wait<0>();
+    fence_regs(s);
+    softmax_tile<Tr, T, kCausal>(s, pa, row_m, row_l, corr, n0_of(0), row_base, L, m0, p.scale_log2);
+    __syncthreads();  // every warpgroup is done with K0
+    if (n_blocks > 2) load_tile_sub<Tr, kBN>(sK(2), gk, ld_bytes, n0_of(2), L, tid);
+    if (n_blocks > 1) load_tile_sub<Tr, kBN>(sV(1), gv, ld_bytes, n0_of(1), L, tid);
+    cp_async_commit();
+    for (int t = 0; t < n_blocks; ++t) {
+      cp_async_wait<1>();  // K(t+1), V(t)
+      fence_proxy_async();
+      __syncthreads();
+      const bool next = t + 1 < n_blocks;
+      if (next) issue_qk<Tr, T>(s, sQ_wg, sK(t + 1));
+      issue_pv<Tr, T>(o, pa, sV(t));
+      if (next) {
+        wgmma_wait<1>();  // S(t+1) is in; PV(t) may still run
+        fence_regs(s);
+        std::uint32_t pn[8][4];
+        softmax_tile<Tr, T, kCausal>(s, pn, row_m, row_l, corr, n0_of(t + 1), row_base, L, m0, p.scale_log2);
+        wgmma_wait<0>();
+        fence_regs(o);
+        rescale<kD>(o, corr);
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk)  // volatile moves stay after the wait (a plain copy did not: C7513)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) asm volatile("mov.b32 %0, %1;\n" : "=r"(pa[kk][i]) : "r"(pn[kk][i]));
+      } else {
+        wgmma_wait<0>();
+        fence_regs(o);
+      }
+      __syncthreads();  // every warpgroup is done with K(t+1) and V(t)
+      if (t + 3 < n_blocks) load_tile_sub<Tr, kBN>(sK(t + 3), gk, ld_bytes, n0_of(t + 3), L, tid);
+      if (t + 2 < n_blocks) load_tile_sub<Tr, kBN>(sV(t + 2), gv, ld_bytes, n0_of(t + 2), L, tid);
+      cp_async_commit();
+    }
+  }
+
+  const std::int64_t o_head = (static_cast<std::int64_t>(b) * L * p.ld_o + static_cast<std::int64_t>(h) * kD) * 2;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = row_l[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    const int row = row_base + g + r * 8;
+    if (row >= L) continue;
+    char* orow = p.o + o_head + static_cast<std::int64_t>(row) * p.ld_o * 2;
+#pragma unroll
+    for (int j = 0; j < kD / 8; ++j)
+      *reinterpret_cast<std::uint32_t*>(orow + (j * 8 + t4 * 2) * 2) =
+          pack2<T>(o[j * 4 + 2 * r] * inv, o[j * 4 + 2 * r + 1] * inv);
+    if (t4 == 0)
+      p.lse[(static_cast<std::int64_t>(b) * p.H + h) * L + row] =
+          l > 0.0f ? (row_m[r] + __log2f(l)) * 0.69314718055994531f : INFINITY;
+  }
+#else
+  __trap();  // built without sm_90a: the host never selects this kernel (see wgmma_usable)
+#endif
+}
+
+// ---- launch ----------------------------------------------------------------------------------------
+template <class Tr, typename T, bool kCausal>
+void launch_mma(const KernelParams& kp, const AttentionParams& p, cudaStream_t s) {
+  auto* k = flash_fwd_mma_kernel<Tr, T, kCausal>;
+  static bool configured = [&] {
+    CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+    return true;
+  }();
+  (void)configured;
+  const dim3 grid(static_cast<unsigned>((p.L + Tr::kBlockM - 1) / Tr::kBlockM), static_cast<unsigned>(p.B * p.H));
+  k<<<grid, Tr::kThreads, Tr::kSmemBytes, s>>>(kp);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <class Tr, typename T, bool kCausal>
+void launch_wgmma(const KernelParams& kp, const AttentionParams& p, cudaStream_t s) {
+  auto* k = flash_fwd_wgmma_kernel<Tr, T, kCausal>;
+  static bool configured = [&] {
+    CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+    return true;
+  }();
+  (void)configured;
+  const dim3 grid(static_cast<unsigned>((p.L + Tr::kBlockM - 1) / Tr::kBlockM), static_cast<unsigned>(p.B * p.H));
+  k<<<grid, Tr::kThreads, Tr::kSmemBytes, s>>>(kp);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <class Tr>
+void dispatch_wgmma(const KernelParams& kp, const AttentionParams& p, DType t, cudaStream_t s) {
+  if (t == DType::kF16) {
+    if (p.causal) launch_wgmma<Tr, __half, true>(kp, p, s);
+    else launch_wgmma<Tr, __half, false>(kp, p, s);
+  } else {
+    if (p.causal) launch_wgmma<Tr, __nv_bfloat16, true>(kp, p, s);
+    else launch_wgmma<Tr, __nv_bfloat16, false>(kp, p, s);
+  }
+}
+
+// The wgmma kernels exist as sm_90a machine code only: usable on compute capability 9.0.
+bool wgmma_usable() {
+  static const bool ok = [] {
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return false;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    return major == 9 && minor == 0;
+  }();
+  return ok;
+}
+
+template <class Tr>
+void dispatch_mma(const KernelParams& kp, const AttentionParams& p, DType t, cudaStream_t s) {
+  if (t == DType::kF16) {
+    if (p.causal) launch_mma<Tr, __half, true>(kp, p, s);
+    else launch_mma<Tr, __half, false>(kp, p, s);
+  } else {
+    if (p.causal) launch_mma<Tr, __nv_bfloat16, true>(kp, p, s);
+    else launch_mma<Tr, __nv_bfloat16, false>(kp, p, s);
+  }
+}
+
+// Variant names: "mma-<kBlockM>x<kBlockN>w<warps>".
+using MmaD64A = Traits<64, 2, 64, 4>;    // 128 × 64, 4 warps of 32 rows (FlashAttention-2's d=64 shape is 128 × 128)
+using MmaD64B = Traits<64, 1, 128, 8>;   // 128 × 128, 8 warps of 16 rows
+// Rejected: Traits<64, 2, 128, 4> (FlashAttention-2's d = 64 tile with Q in registers) spills
+// 440-496 bytes per thread at 255 registers.
+using MmaD64C = Traits<64, 1, 64, 8>;    // 128 × 64, 8 warps of 16 rows
+using MmaD128A = Traits<128, 1, 64, 8>;  // 128 × 64, 8 warps of 16 rows
+using MmaD128B = Traits<128, 1, 64, 4>;  // 64 × 64, 4 warps
+// "wgmma-<kBlockM>x128[-ovl]"
+using WgD64A = WgTraits<64, 2, false>;
+using WgD64B = WgTraits<64, 2, true>;
+// Rejected: WgTraits<64, 3, true> (192 × 128, three warpgroups) spills 456-480 bytes per thread
+// at the 168 registers that 384 threads leave.
+using WgD128A = WgTraits<128, 2, false>;
+using WgD128B = WgTraits<128, 2, true>;
+
+}  // namespace
+
+std::string flash_own_unsupported(const AttentionParams& p, DType t) {
+  if (t != DType::kF16 && t != DType::kBF16) return "flash-own stores fp16 or bf16";
+  if (p.d != 64 && p.d != 128) return "flash-own covers head dims 64 and 128, not " + std::to_string(p.d);
+  if (p.L > (1ll << 30)) return "flash-own: L must be below 2^30";
+  if (p.B * p.H > 65535) return "flash-own: B·H must be at most 65535 (grid y)";
+  return {};
+}
+
+std::vector<std::string> flash_own_variants(const AttentionParams& p) {
+  std::vector<std::string> v;
+  if (wgmma_usable()) {
+    v = {"wgmma-128x128-ovl", "wgmma-128x128"};
+  }
+  if (p.d == 64) for (const char* x : {"mma-128x64w4", "mma-128x128w8", "mma-128x64w8"}) v.push_back(x);
+  else for (const char* x : {"mma-128x64w8", "mma-64x64w4"}) v.push_back(x);
+  return v;
+}
+
+void flash_own_forward(const AttentionParams& p, DType t, const FlashOwnArgs& a, cudaStream_t s,
+                       const std::string& variant) {
+  p.validate();
+  const std::string why = flash_own_unsupported(p, t);
+  LONGMIX_REQUIRE(why.empty(), why);
+  LONGMIX_REQUIRE(a.q && a.k && a.v && a.o && a.lse, "flash-own: q, k, v, o and lse are required");
+  LONGMIX_REQUIRE(a.ld_in % 8 == 0 && a.ld_o % 2 == 0, "flash-own: row strides must be multiples of 8 (in) and 2 (out)");
+  for (const void* ptr : {a.q, a.k, a.v})
+    LONGMIX_REQUIRE(reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0, "flash-own: q, k, v must be 16-byte aligned");
+  KernelParams kp{static_cast<const char*>(a.q), static_cast<const char*>(a.k), static_cast<const char*>(a.v),
+                  static_cast<char*>(a.o), a.lse, a.ld_in, a.ld_o, static_cast<int>(p.L), static_cast<int>(p.H),
+                  p.softmax_scale() * 1.4426950408889634f};
+  const std::string v = variant.empty() ? flash_own_variants(p).front() : variant;
+  if (v.rfind("wgmma", 0) == 0) {
+    LONGMIX_REQUIRE(wgmma_usable(), "flash-own: variant ", v, " needs a compute capability 9.0 (Hopper) GPU");
+    if (p.d == 64 && v == "wgmma-128x128") return dispatch_wgmma<WgD64A>(kp, p, t, s);
+    if (p.d == 64 && v == "wgmma-128x128-ovl") return dispatch_wgmma<WgD64B>(kp, p, t, s);
+    if (p.d == 128 && v == "wgmma-128x128") return dispatch_wgmma<WgD128A>(kp, p, t, s);
+    if (p.d == 128 && v == "wgmma-128x128-ovl") return dispatch_wgmma<WgD128B>(kp, p, t, s);
+  }
+  if (p.d == 64) {
+    if (v == "mma-128x64w4") return dispatch_mma<MmaD64A>(kp, p, t, s);
+    if (v == "mma-128x128w8") return dispatch_mma<MmaD64B>(kp, p, t, s);
+    if (v == "mma-128x64w8") return dispatch_mma<MmaD64C>(kp, p, t, s);
+  } else {
+    if (v == "mma-128x64w8") return dispatch_mma<MmaD128A>(kp, p, t, s);
+    if (v == "mma-64x64w4") return dispatch_mma<MmaD128B>(kp, p, t, s);
+  }
+  throw InvalidArgument("flash-own: no variant '" + v + "' for head dim " + std::to_string(p.d));
+}
+
+}  // namespace longmix

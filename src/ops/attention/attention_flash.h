@@ -1,0 +1,37 @@
+// flash-own: the project's own FlashAttention forward (SPEC §2) for NVIDIA GPUs, fp16/bf16
+// storage, fp32 accumulation and softmax, head dims 64 and 128, causal and not, any L.
+// Writes O and the fp32 row log-sum-exp (natural log). Kernel versions and their measured
+// speed are logged at the top of attention_flash.cu; bench/NOTES.md has the floors.
+//
+// q, k, v: (B, L, H, d) with rows ld_in elements apart (D for (B, L, H, d), 3D inside the
+// layer's qkv); o: (B, L, H, d) with rows ld_o apart; lse: (B, H, L) fp32.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "common/cuda_context.h"
+#include "ops/attention/attention.h"
+
+namespace longmix {
+
+struct FlashOwnArgs {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;
+  float* lse = nullptr;
+  std::int64_t ld_in = 0, ld_o = 0;
+};
+
+// Empty when flash-own can run (p, t) on this device with these strides, else the reason.
+std::string flash_own_unsupported(const AttentionParams& p, DType t);
+
+// Kernel variants (tile shapes and pipelines); "" picks the default for (p, t). bench/ times
+// them all, the tests check them all.
+std::vector<std::string> flash_own_variants(const AttentionParams& p);
+
+// One forward on ctx.stream (no workspace: O(L) memory is the output and the LSE).
+void flash_own_forward(const AttentionParams& p, DType t, const FlashOwnArgs& a, cudaStream_t s,
+                       const std::string& variant = "");
+
+}  // namespace longmix

@@ -1,7 +1,7 @@
 // flash-own's kernel variants next to cuDNN's flash attention (flash-cudnn), same process, same
 // inputs: median time of >= 10 calls and >= 0.2 s (CUDA events), TFLOP/s (4·B·H·L²·d/2 causal,
 // twice that non-causal) and the ratio to cuDNN. Prints figures; not a test.
-// Usage: bench_flash_own [lengths=4096,16384,32768,131072] [dtype=fp16]
+// Usage: bench_flash_own [lengths=4096,16384,32768,131072] [dtype=fp16] [shapes=all|d64]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -65,7 +65,9 @@ int main(int argc, char** argv) {
   std::printf("%-8s %-4s %-4s %-7s %-18s %10s %9s %9s\n", "L", "H", "d", "causal", "impl", "ms", "TFLOP/s", "vs_cudnn");
   struct Shape { std::int64_t H, d; bool causal; };
   const Shape shapes[] = {{4, 64, true}, {16, 64, true}, {4, 64, false}, {2, 128, true}, {8, 128, true}};
+  const bool only_d64 = argc > 3 && std::string(argv[3]) == "d64";  // causal d = 64 (the sweep's shapes)
   for (const auto& sh : shapes) {
+    if (only_d64 && (sh.d != 64 || !sh.causal)) continue;
     for (const std::int64_t L : lengths) {
       if (!sh.causal && L > 32768) continue;  // non-causal: the short lengths tell the story
       const AttentionParams p{1, L, sh.H, sh.d, sh.causal, 0};

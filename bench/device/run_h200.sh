@@ -97,6 +97,12 @@ for stage in "$@"; do
           --impls torch-sdpa-flash,torch-sdpa-cudnn --scopes core --out $OUT/peers_core_h$H.json 2>&1 | tail -12 | tee -a $LOG
       done
       ;;
+    flashquick)  # the flash-own tests and the d = 64 variant benchmark only
+      $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*' > $OUT/gpu_test_flash.log 2>&1
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_flash.log | sort | uniq -c | tee -a $LOG
+      grep -B3 -A3 "Failure" $OUT/gpu_test_flash.log | head -40 | tee -a $LOG
+      $B/bench_flash_own 4096,16384,32768,131072 fp16 d64 2>&1 | tee $OUT/bench_flash_own.txt | tee -a $LOG
+      ;;
     torch)
       PYTHONUNBUFFERED=1 timeout 300 $PY bench/peers/check_torch.py $B/longmix /tmp/check_torch 2>&1 | tee -a $LOG
       cp /tmp/check_torch/check_torch.json $OUT/ 2>/dev/null
@@ -109,6 +115,14 @@ for stage in "$@"; do
           --row-timeout 20 --out /tmp/iso_${f%%:*} --quiet 2>&1 | tail -2 | tee -a $LOG
         cut -d, -f1-3,8,9,22 /tmp/iso_${f%%:*}/results_flash.csv /tmp/iso_${f%%:*}/results_hyena.csv | tee -a $LOG
       done
+      ;;
+    flash1024)  # flash-own and flash-cudnn at D = 1024 (H = 16), 4k..1M, with the attention peers
+      d=$OUT/d1024f
+      timeout 420 $B/longmix sweep --ops flash --lengths 4k..1M --heads 16 --out $d --quiet 2>&1 | tail -2 | tee -a $LOG
+      PYTHONUNBUFFERED=1 timeout 120 $PY bench/peers/peers.py --lengths 4k,8k,16k,32k,64k,128k --heads 16 \
+        --impls torch-sdpa-flash,torch-sdpa-cudnn --scopes layer --out $d/peers.json 2>&1 | tail -1 | tee -a $LOG
+      cut -d, -f1-3,9,22 $d/results_flash.csv | tee -a $LOG
+      tar -C $OUT -czf $OUT/$stage.tgz $(basename $d) && rm -rf $d
       ;;
     full256|full1024)
       # The full sweep of one width (every op, 4k..1M), then the peers in the same call:
@@ -126,7 +140,7 @@ import json, sys
 a, h = (json.load(open(f)) for f in ('/tmp/peers_attn.json', '/tmp/peers_hyena.json'))
 a['rows'] += h['rows']
 json.dump(a, open(sys.argv[1], 'w'), indent=1)" $d/peers.json
-      cut -d, -f1-3,9 $d/results_hyena.csv | tee -a $LOG
+      cut -d, -f1-3,9,22 $d/results_hyena.csv $d/results_flash.csv | tee -a $LOG
       tar -C $OUT -czf $OUT/$stage.tgz $(basename $d) && rm -rf $d
       ;;
   esac

@@ -52,6 +52,7 @@ class Runner {
   virtual ~Runner() = default;
   virtual void forward() = 0;  // one call; asynchronous backends may return before it ends
   virtual std::vector<float> output() = 0;  // the last call's output, as float on the host
+  virtual std::string note() const { return {}; }  // e.g. the kernel variant a plan chose
 };
 
 class Backend {

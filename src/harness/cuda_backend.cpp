@@ -60,6 +60,7 @@ class CudaAttentionRunner final : public Runner {
     }
     if (kind_ == AttnImpl::kCudnn) cudnn_ = std::make_unique<CudnnFlash>(params_, t_, w_.scope == "core" ? D : 3 * D, D);
     if (kind_ == AttnImpl::kStandard || w_.scope == "layer") ws_ = std::make_unique<CublasWorkspace>(ctx);
+    if (kind_ == AttnImpl::kOwn) variant_ = flash_own_tune(params_, t_, a, ctx.stream);
   }
   void forward() override {
     Allocator& a = *ctx_.alloc;
@@ -84,6 +85,7 @@ class CudaAttentionRunner final : public Runner {
   std::vector<float> output() override {
     return download_as(out_, static_cast<std::size_t>(w_.B * w_.L * w_.D()), t_, *ctx_.alloc, ctx_.stream);
   }
+  std::string note() const override { return variant_.empty() ? "" : "kernel " + variant_ + " (tuned at setup)"; }
 
  private:
   void attend(const void* q, const void* k, const void* v, std::int64_t ld, void* o) {
@@ -94,7 +96,7 @@ class CudaAttentionRunner final : public Runner {
       Buffer<float> lse(*ctx_.alloc, static_cast<std::size_t>(w_.B * w_.H * w_.L));  // (B, H, L)
       FlashOwnArgs a;
       a.q = q; a.k = k; a.v = v; a.o = o; a.lse = lse.data(); a.ld_in = ld; a.ld_o = w_.D();
-      flash_own_forward(params_, t_, a, ctx_.stream);
+      flash_own_forward(params_, t_, a, ctx_.stream, variant_);
     } else {
       attention_standard_cuda(params_, t_, q, k, v, ld, o, w_.D(), ctx_);
     }
@@ -108,6 +110,7 @@ class CudaAttentionRunner final : public Runner {
   Buffer<char> q_, k_, v_, x_, wqkv_, bqkv_, wout_, bout_, out_;
   std::unique_ptr<CudnnFlash> cudnn_;
   std::unique_ptr<CublasWorkspace> ws_;
+  std::string variant_;  // flash-own's kernel
 };
 
 // hyena-cuda allocates its output per call like the other ops; hyena-fused replays a CUDA graph

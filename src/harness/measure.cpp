@@ -83,6 +83,7 @@ Row measure_row(Backend& be, const std::string& impl, const Workload& w, const R
     r.time_max_ms = 1e3 * t.back();
     r.reps = static_cast<int>(n);
     r.status = "ok";
+    r.note = runner->note();
   } catch (const OutOfMemory& e) {
     r = base_row(be, impl, w);
     r.status = "OOM";

@@ -106,6 +106,14 @@ TEST(Run, FlashOnQkvFiles) {
   EXPECT_EQ(read_npy(d / "o.npy").shape, (std::vector<std::int64_t>{1, 20, 2, 32}));
 }
 
+TEST(Run, ImplNamesTheImplementationThatRuns) {
+  Dir d;
+  write_npy(d / "x.npy", {1, 30, 16}, randn(30 * 16, 9));
+  const auto r = run_cli("hyena --input " + d / "x.npy --output " + d / "y.npy --impl hyena-cpu --l-max 32");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("longmix run: hyena-cpu"), std::string::npos) << r.out;
+}
+
 TEST(Run, BadInputsGiveTheirMessageExitTwoAndNoOutput) {
   Dir d;
   write_npy(d / "x.npy", {1, 50, 16}, randn(50 * 16, 1));
@@ -149,6 +157,8 @@ TEST(Run, BadInputsGiveTheirMessageExitTwoAndNoOutput) {
       {"hyena --weights " + d / "w.st --input " + d / "x.npy --memory-limit 1KiB" + out, "below the inputs' size"},
       {"attention-layer --weights " + d / "w.st --input " + d / "x.npy" + out, "missing: Wqkv.bias Wqkv.weight"},
       {"mamba --input " + d / "x.npy" + out, "unknown op 'mamba'"},
+      {"hyena --weights " + d / "w.st --input " + d / "x.npy --impl flash-own" + out,
+       "--impl flash-own is not an implementation of hyena on cpu (there: hyena-cpu)"},
   };
   for (const auto& c : cases) {
     const auto r = run_cli(c.args);

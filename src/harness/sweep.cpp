@@ -306,18 +306,15 @@ std::string environment_json(Backend& be, const SweepOptions& opt) {
   env["longmix_version"] = "0.1.0";
   env["backend"] = be.name();
   for (auto& [k, v] : be.environment()) env[k] = v;
+  // The commit the binary was built from: a binary carried to another machine may find there a
+  // different checkout at its source path (seen on the GPU machine: a stale copy), so the tree
+  // at run time is only recorded beside it when it differs.
+  env["git_commit"] = LONGMIX_BUILD_COMMIT;
+  env["git_dirty"] = LONGMIX_BUILD_DIRTY;
+  env["git_commit_from"] = "build time";
   const std::string src = LONGMIX_SOURCE_DIR;
-  std::string commit = run_command("git -C '" + src + "' rev-parse HEAD 2>/dev/null");
-  if (commit.size() == 40) {
-    const std::string dirty = run_command("git -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null");
-    env["git_commit"] = commit;
-    env["git_dirty"] = !dirty.empty();
-    env["git_commit_from"] = "source tree at run time";
-  } else {  // a binary carried away from its repository: the commit it was built from
-    env["git_commit"] = LONGMIX_BUILD_COMMIT;
-    env["git_dirty"] = LONGMIX_BUILD_DIRTY;
-    env["git_commit_from"] = "build time";
-  }
+  const std::string tree = run_command("git -C '" + src + "' rev-parse HEAD 2>/dev/null");
+  if (tree.size() == 40 && tree != LONGMIX_BUILD_COMMIT) env["source_tree_commit_at_run_time"] = tree;
   env["compiler"] = std::string(
 #if defined(__clang__)
       "clang "

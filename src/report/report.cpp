@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -101,6 +102,57 @@ std::vector<std::pair<double, double>> tail_of(std::vector<std::pair<double, dou
 }
 
 }  // namespace
+
+std::vector<FlashChoice> choose_flash(const std::vector<Curve>& curves) {
+  std::map<std::tuple<std::int64_t, std::string, std::string>, std::vector<const Curve*>> groups;
+  std::vector<std::tuple<std::int64_t, std::string, std::string>> order;
+  for (const auto& c : curves) {
+    if (c.op != "flash") continue;
+    const auto key = std::make_tuple(c.D, c.scope, c.dtype);
+    if (!groups.count(key)) order.push_back(key);
+    groups[key].push_back(&c);
+  }
+  std::vector<FlashChoice> out;
+  for (const auto& key : order) {
+    const auto& g = groups[key];
+    std::set<double> common;
+    bool first = true;
+    for (const Curve* c : g) {
+      std::set<double> Ls;
+      for (auto& [L, t] : c->measured_time()) Ls.insert(L);
+      if (first) common = Ls;
+      else {
+        std::set<double> both;
+        for (double L : common) if (Ls.count(L)) both.insert(L);
+        common = both;
+      }
+      first = false;
+    }
+    auto log_mean = [&](const Curve* c) {
+      double sum = 0;
+      for (auto& [L, t] : c->measured_time()) if (common.count(L)) sum += std::log(t);
+      return common.empty() ? 0.0 : sum / common.size();
+    };
+    const Curve* best = g.front();
+    for (const Curve* c : g) if (log_mean(c) < log_mean(best)) best = c;
+    FlashChoice fc;
+    fc.D = std::get<0>(key); fc.scope = std::get<1>(key); fc.dtype = std::get<2>(key);
+    fc.fastest = best->label();
+    for (const Curve* c : g)
+      if (c != best) fc.others.push_back({c->label(), common.empty() ? NAN : std::exp(log_mean(c) - log_mean(best))});
+    out.push_back(fc);
+  }
+  return out;
+}
+
+std::vector<Curve> primary_curves(const std::vector<Curve>& curves) {
+  std::set<std::string> keep;
+  for (const auto& fc : choose_flash(curves)) keep.insert(fc.fastest);
+  std::vector<Curve> out;
+  for (const auto& c : curves)
+    if (c.op != "flash" || keep.count(c.label())) out.push_back(c);
+  return out;
+}
 
 Findings compute_findings(const std::vector<Curve>& curves, int tail) {
   Findings f;
@@ -526,16 +578,21 @@ int write_report(const std::string& dir, std::ostream& log) {
     }
   }
   const auto curves = group_curves(rows);
-  const auto f = compute_findings(curves);
+  // The tables, crossovers and recommendations compare the fastest FlashAttention of each width
+  // (named); exponents, OOM, throughput and plots show every curve.
+  const auto primary = primary_curves(curves);
+  const auto choices = choose_flash(curves);
+  const auto f_all = compute_findings(curves);
+  const auto f = compute_findings(primary);
   const std::string title = device_title(env, curves);
   int rc = 0;
   for (bool time : {false, true}) {
     const std::string err = plot(dir, curves, time, title);
     if (!err.empty()) { log << "longmix report: " << err << "\n"; rc = 5; }
   }
-  const std::string tables = md_tables(curves);
+  const std::string tables = md_tables(primary);
   write_file_atomic(dir + "/comparison_table.md", "# longmix comparison table\n\n" + title + "\n" + tables + all_rows_md(rows));
-  write_file_atomic(dir + "/table.tex", tex_table(curves));
+  write_file_atomic(dir + "/table.tex", tex_table(primary));
 
   // --- report.md --------------------------------------------------------------------------------
   std::ostringstream md;
@@ -558,13 +615,43 @@ int write_report(const std::string& dir, std::ostream& log) {
   for (auto& c : curves) shapes.insert("B=" + std::to_string(c.B) + ", H=" + std::to_string(c.H) + ", d=" + std::to_string(c.d) + ", D=" + std::to_string(c.D) + ", " + c.scope + ", " + c.dtype);
   md << "- shapes:";
   for (auto& s : shapes) md << " [" << s << "]";
-  md << "\n\n## Results\n" << tables
+  md << "\n\n## Results\n";
+  for (const auto& fc : choices) {
+    if (fc.others.empty()) continue;
+    md << "\n### Which FlashAttention (D = " << fc.D << ", " << fc.scope << ", " << fc.dtype << ")\n\n"
+       << "\"FlashAttention\" in the tables, crossovers and recommendations below is **" << fc.fastest
+       << "**, the fastest of the FlashAttention implementations measured (geometric mean over the lengths all ran):";
+    for (auto& [label, r] : fc.others) md << " " << label << " took " << (std::isnan(r) ? "—" : fmt(r) + "×") << " its time;";
+    md << " each length:\n\n| L |";
+    std::vector<const Curve*> g;
+    for (auto& c : curves)
+      if (c.op == "flash" && c.D == fc.D && c.scope == fc.scope && c.dtype == fc.dtype) g.push_back(&c);
+    const Curve* best = nullptr;
+    for (auto* c : g) if (c->label() == fc.fastest) best = c;
+    std::set<std::int64_t> Ls;
+    for (auto* c : g) { md << " " << c->impl << " (ms) |"; for (auto& r : c->rows) Ls.insert(r.L); }
+    for (auto* c : g) if (c != best) md << " " << c->impl << " / " << best->impl << " |";
+    md << "\n|---|";
+    for (std::size_t i = 0; i < 2 * g.size() - 1; ++i) md << "---|";
+    md << "\n";
+    for (auto L : Ls) {
+      md << "| " << length_label(L) << " |";
+      for (auto* c : g) md << " " << cell(at(*c, L), true, false) << " |";
+      for (auto* c : g)
+        if (c != best) {
+          auto rt = ratio(at(*c, L), at(*best, L), true);
+          md << " " << (rt ? fmt(*rt) + "×" : "—") << " |";
+        }
+      md << "\n";
+    }
+  }
+  md << tables
      << "\n![Peak memory vs length](memory_vs_length.png)\n\n![Forward time vs length](time_vs_length.png)\n\n"
      << "Full rows: [comparison_table.md](comparison_table.md); LaTeX: [table.tex](table.tex); raw: `results_*.csv`, `results.json`.\n";
 
   md << "\n## Findings (computed from the rows above)\n\n### Growth exponents (log-log least squares, measured rows only)\n\n"
      << "| curve | quantity | exponent | range | points | R² |\n|---|---|---|---|---|---|\n";
-  for (auto& e : f.exponents)
+  for (auto& e : f_all.exponents)
     md << "| " << e.curve << " | " << e.quantity << " | " << fmt(e.fit.exponent) << " | " << length_label(e.fit.L_lo)
        << "–" << length_label(e.fit.L_hi) << " | " << e.fit.points << " | " << fmt(e.fit.r2, 4) << " |\n";
   md << "\nExponents are fitted on the longest (up to 4) measured lengths of each curve, where fixed costs matter least.\n";
@@ -585,7 +672,7 @@ int write_report(const std::string& dir, std::ostream& log) {
        << fmt(r >= 1 ? r : 1 / r) << "× " << (r >= 1 ? "more" : "less") << ".\n";
   }
   md << "\n### Out of memory\n\n| curve | first OOM measured | memory model | predicted longest L on 16 / 24 / 40 / 80 GB |\n|---|---|---|---|\n";
-  for (auto& o : f.oom) {
+  for (auto& o : f_all.oom) {
     md << "| " << o.curve << " | " << (o.measured_first_oom ? length_label(*o.measured_first_oom) : "none") << " | "
        << (o.model.empty() ? "—" : o.model) << " | ";
     bool firstp = true;

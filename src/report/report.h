@@ -57,6 +57,20 @@ struct Findings {
 // `tail` > 0 fits exponents on the longest `tail` measured lengths of each curve.
 Findings compute_findings(const std::vector<Curve>& curves, int tail = 4);
 
+// Of the FlashAttention curves of one (D, scope, dtype), the fastest: the lowest geometric mean
+// time over the lengths all of them measured. `others` holds each other curve's label with its
+// mean time ratio to the fastest (NaN when they share no measured length).
+struct FlashChoice {
+  std::int64_t D = 0;
+  std::string scope, dtype;
+  std::string fastest;  // curve label, e.g. "flash-cudnn D=256"
+  std::vector<std::pair<std::string, double>> others;
+};
+std::vector<FlashChoice> choose_flash(const std::vector<Curve>& curves);
+// The curves without the FlashAttention curves choose_flash did not pick: what the tables,
+// crossovers and recommendations compare ("FlashAttention" is the fastest one, named).
+std::vector<Curve> primary_curves(const std::vector<Curve>& curves);
+
 // Reads DIR's results and writes every report file into DIR. Returns 0 on success.
 // Throws std::runtime_error naming file and line for malformed input.
 int write_report(const std::string& dir, std::ostream& log);

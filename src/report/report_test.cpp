@@ -157,3 +157,31 @@ TEST(Report, MalformedCsvNamesFileAndLine) {
   EXPECT_THROW(parse_csv("L,time_ms,mem_GB,L\n4096,1,2\n", "x.csv"), std::runtime_error);
   fs::remove_all(dir);
 }
+
+// Two FlashAttention implementations: the tables, crossovers and recommendations use the faster
+// one, named, and the report says by how much the other is slower; exponents cover both.
+TEST(Report, FlashAttentionIsTheFastestImplementationNamed) {
+  auto rows = synthetic();
+  for (std::int64_t L = 512; L <= 131072; L *= 2) rows.push_back(row("flash", "flash-slow", L, 1.25e-6 * L * L, 1e-6 * L));
+  const auto curves = group_curves(rows);
+  const auto choice = choose_flash(curves);
+  ASSERT_EQ(choice.size(), 1u);
+  EXPECT_EQ(choice[0].fastest, "flash-x D=256");
+  ASSERT_EQ(choice[0].others.size(), 1u);
+  EXPECT_NEAR(choice[0].others[0].second, 1.25, 1e-9);
+  const auto prim = primary_curves(curves);
+  EXPECT_EQ(std::count_if(prim.begin(), prim.end(), [](const Curve& c) { return c.op == "flash"; }), 1);
+  const auto f = compute_findings(prim);
+  ASSERT_EQ(f.crossovers.size(), 1u);
+  EXPECT_EQ(f.crossovers[0].flash, "flash-x D=256");
+
+  const std::string dir = folder("two_flash", rows);
+  std::ostringstream log;
+  ASSERT_EQ(write_report(dir, log), 0) << log.str();
+  const std::string report = read_file(dir + "/report.md");
+  EXPECT_NE(report.find("**flash-x D=256**, the fastest"), std::string::npos) << report;
+  EXPECT_NE(report.find("flash-slow D=256 took 1.25× its time"), std::string::npos);
+  EXPECT_EQ(report.find("### D = 256: flash-slow vs"), std::string::npos);  // no table against the slower one
+  EXPECT_NE(report.find("| flash-slow D=256 | time | 2 |"), std::string::npos);  // its exponent is still reported
+  fs::remove_all(dir);
+}

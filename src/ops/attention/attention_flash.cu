@@ -16,12 +16,20 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "common/cuda_check.h"
 #include "ops/attention/attention_flash.h"
 #include "ops/attention/attention_flash_wgmma.cuh"
+
+// The PTX pass for compute_90 (without the "a" features) compiles the wgmma kernels' bodies out,
+// and their helpers then go unused there.
+#pragma nv_diag_suppress 177
 
 namespace longmix {
 
@@ -330,9 +338,9 @@ __global__ void __launch_bounds__(Tr::kThreads) flash_fwd_mma_kernel(const Kerne
 // kOverlap (FlashAttention-3's intra-warpgroup pipelining): the next tile's QKᵀ is issued
 // before this tile's PV, and its softmax runs while PV is on the tensor cores; K runs two tiles
 // ahead of V in a two-stage ring so the copy of each tile has a whole iteration to land.
-template <int kHeadDim_, int kWG_, bool kOverlap_>
+template <int kHeadDim_, int kWG_, bool kOverlap_, int kMinBlocks_ = 1>
 struct WgTraits {
-  static constexpr int kHeadDim = kHeadDim_, kWG = kWG_;
+  static constexpr int kHeadDim = kHeadDim_, kWG = kWG_, kMinBlocks = kMinBlocks_;  // CTAs per SM asked of ptxas
   static constexpr bool kOverlap = kOverlap_;
   static constexpr int kBlockM = 64 * kWG, kBlockN = 128;
   static constexpr int kThreads = 128 * kWG;
@@ -486,7 +494,7 @@ __device__ __forceinline__ void rescale(float (&o)[kD / 2], const float (&corr)[
 }
 
 template <class Tr, typename T, bool kCausal>
-__global__ void __launch_bounds__(Tr::kThreads) flash_fwd_wgmma_kernel(const KernelParams p) {
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) flash_fwd_wgmma_kernel(const KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kD = Tr::kHeadDim, kBM = Tr::kBlockM, kBN = Tr::kBlockN;
   extern __shared__ unsigned char smem_raw[];
@@ -695,6 +703,10 @@ using MmaD128B = Traits<128, 1, 64, 4>;  // 64 × 64, 4 warps
 // "wgmma-<kBlockM>x128[-ovl]"
 using WgD64A = WgTraits<64, 2, false>;
 using WgD64B = WgTraits<64, 2, true>;
+// One warpgroup per CTA, two CTAs per SM: the warpgroups of an SM synchronise independently, so
+// one's softmax (MUFU-bound at d = 64) can run under the other's matrix products.
+using WgD64C = WgTraits<64, 1, true, 2>;
+using WgD64D = WgTraits<64, 1, false, 2>;
 // Rejected: WgTraits<64, 3, true> (192 × 128, three warpgroups) spills 456-480 bytes per thread
 // at the 168 registers that 384 threads leave.
 using WgD128A = WgTraits<128, 2, false>;
@@ -714,6 +726,7 @@ std::vector<std::string> flash_own_variants(const AttentionParams& p) {
   std::vector<std::string> v;
   if (wgmma_usable()) {
     v = {"wgmma-128x128-ovl", "wgmma-128x128"};
+    if (p.d == 64) v.insert(v.begin(), {"wgmma-64x128-ovl", "wgmma-64x128"});
   }
   if (p.d == 64) for (const char* x : {"mma-128x64w4", "mma-128x128w8", "mma-128x64w8"}) v.push_back(x);
   else for (const char* x : {"mma-128x64w8", "mma-64x64w4"}) v.push_back(x);
@@ -737,6 +750,8 @@ void flash_own_forward(const AttentionParams& p, DType t, const FlashOwnArgs& a,
     LONGMIX_REQUIRE(wgmma_usable(), "flash-own: variant ", v, " needs a compute capability 9.0 (Hopper) GPU");
     if (p.d == 64 && v == "wgmma-128x128") return dispatch_wgmma<WgD64A>(kp, p, t, s);
     if (p.d == 64 && v == "wgmma-128x128-ovl") return dispatch_wgmma<WgD64B>(kp, p, t, s);
+    if (p.d == 64 && v == "wgmma-64x128-ovl") return dispatch_wgmma<WgD64C>(kp, p, t, s);
+    if (p.d == 64 && v == "wgmma-64x128") return dispatch_wgmma<WgD64D>(kp, p, t, s);
     if (p.d == 128 && v == "wgmma-128x128") return dispatch_wgmma<WgD128A>(kp, p, t, s);
     if (p.d == 128 && v == "wgmma-128x128-ovl") return dispatch_wgmma<WgD128B>(kp, p, t, s);
   }
@@ -749,6 +764,56 @@ void flash_own_forward(const AttentionParams& p, DType t, const FlashOwnArgs& a,
     if (v == "mma-64x64w4") return dispatch_mma<MmaD128B>(kp, p, t, s);
   }
   throw InvalidArgument("flash-own: no variant '" + v + "' for head dim " + std::to_string(p.d));
+}
+
+std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, cudaStream_t s) {
+  const auto variants = flash_own_variants(p);
+  AttentionParams q = p;
+  q.L = std::min<std::int64_t>(p.L, 262144);
+  using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, int>;
+  static std::mutex mu;
+  static std::map<Key, std::string> cache;
+  const Key key{q.B, q.L, q.H, q.d, q.causal, static_cast<int>(t)};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  if (variants.size() == 1) return variants.front();
+  std::string best = variants.front();
+  try {
+    const std::size_t n = static_cast<std::size_t>(q.B * q.L * q.D());
+    Buffer<char> qkv(alloc, 4 * n * 2);  // q, k, v, o: (B, L', H, d)
+    Buffer<float> lse(alloc, static_cast<std::size_t>(q.B * q.H * q.L));
+    CUDA_CHECK(cudaMemsetAsync(qkv.data(), 0x2c, qkv.bytes(), s));  // small finite values in fp16 and bf16
+    FlashOwnArgs a;
+    a.q = qkv.data(); a.k = qkv.data() + n * 2; a.v = qkv.data() + 2 * n * 2; a.o = qkv.data() + 3 * n * 2;
+    a.lse = lse.data(); a.ld_in = a.ld_o = q.D();
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    float best_ms = 1e30f;
+    for (const auto& v : variants) {
+      flash_own_forward(q, t, a, s, v);
+      float ms_min = 1e30f;
+      for (int i = 0; i < 3; ++i) {
+        CUDA_CHECK(cudaEventRecord(e0, s));
+        flash_own_forward(q, t, a, s, v);
+        CUDA_CHECK(cudaEventRecord(e1, s));
+        CUDA_CHECK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        ms_min = std::min(ms_min, ms);
+      }
+      if (ms_min < best_ms) { best_ms = ms_min; best = v; }
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+  } catch (const OutOfMemory&) {
+    return variants.front();  // not cached: a later call with more room may tune
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  cache[key] = best;
+  return best;
 }
 
 }  // namespace longmix

@@ -30,6 +30,12 @@ std::string flash_own_unsupported(const AttentionParams& p, DType t);
 // them all, the tests check them all.
 std::vector<std::string> flash_own_variants(const AttentionParams& p);
 
+// Plan-time tuning: times every variant (one warm-up and three timed calls each, CUDA events) on
+// scratch inputs of this shape from `alloc` — at most 256k rows, the ranking of longer lengths
+// being that of 256k — and returns the fastest; cached per shape for the process. Falls back to
+// the first variant when the scratch inputs do not fit. Synchronises `s`: call it at setup.
+std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, cudaStream_t s);
+
 // One forward on ctx.stream (no workspace: O(L) memory is the output and the LSE).
 void flash_own_forward(const AttentionParams& p, DType t, const FlashOwnArgs& a, cudaStream_t s,
                        const std::string& variant = "");

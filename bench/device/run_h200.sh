@@ -23,12 +23,15 @@ export PATH=/usr/local/cuda/bin:$PATH
 PY=${PY:-python3}
 LOG=$OUT/run.log
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee -a $LOG
-sanitize() {  # memcheck and racecheck on two small hyena-fused tests (orders 3, L 77 and 2500)
+# memcheck and racecheck on the gpu_test cases of FILTER, logs $OUT/sanitizer_NAME_TOOL.log.
+# Default: two small hyena-fused tests (order 3, L 77 and 2500).
+sanitize() {
+  local filter=${1:-'Ragged/GpuHyena.MatchesFloat64Reference/100:Ragged/GpuHyena.MatchesFloat64Reference/150'}
+  local name=${2:-hyena}
   for tool in memcheck racecheck; do
-    timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 $B/gpu_test \
-      --gtest_filter='Ragged/GpuHyena.MatchesFloat64Reference/100:Ragged/GpuHyena.MatchesFloat64Reference/150' \
-      > $OUT/sanitizer_$tool.log 2>&1
-    echo "compute-sanitizer $tool rc=$? $(tail -1 $OUT/sanitizer_$tool.log)" | tee -a $LOG
+    timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 $B/gpu_test --gtest_filter="$filter" \
+      > $OUT/sanitizer_${name}_$tool.log 2>&1
+    echo "compute-sanitizer $tool ($name) rc=$? $(tail -1 $OUT/sanitizer_${name}_$tool.log)" | tee -a $LOG
   done
 }
 for stage in "$@"; do
@@ -84,12 +87,7 @@ for stage in "$@"; do
       $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*:Ragged/GpuAttention.*:GpuBadInput.*' > $OUT/gpu_test_flash.log 2>&1
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_flash.log | sort | uniq -c | tee -a $LOG
       grep -B3 -A3 "Failure" $OUT/gpu_test_flash.log | head -40 | tee -a $LOG
-      for tool in memcheck racecheck; do
-        timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 $B/gpu_test \
-          --gtest_filter='Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/0:Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/7' \
-          > $OUT/sanitizer_flash_$tool.log 2>&1
-        echo "compute-sanitizer $tool (flash-own) rc=$? $(tail -1 $OUT/sanitizer_flash_$tool.log)" | tee -a $LOG
-      done
+      sanitize 'Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/0:Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/7' flash
       $B/bench_flash_own ${FLASH_L:-4096,16384,32768,131072} fp16 2>&1 | tee $OUT/bench_flash_own.txt | tee -a $LOG
       $B/bench_flash_own 16384,131072 bf16 2>&1 | tee -a $OUT/bench_flash_own.txt | tee -a $LOG
       for H in 4 16; do  # PyTorch's FlashAttention-2 and cuDNN backends, same call, core scope

@@ -1,18 +1,36 @@
 // flash-own: the project's FlashAttention forward (SPEC §2). See attention_flash.h.
 //
-// Version log (H200, fp16, B = 1, causal, d = 64; TFLOP/s counted as 4·B·H·L²·d/2 per call;
-// figures in bench/NOTES.md, measured side by side with cuDNN and PyTorch's FlashAttention-2):
+// Version log. H200, fp16, B = 1, causal, d = 64, core scope unless said; TFLOP/s counted as
+// 4·B·H·L²·d/2 per call; medians of >= 10 calls; cuDNN (flash-cudnn, the same library as
+// PyTorch's cuDNN backend) in the same process (bench/flash_own_bench.cpp), PyTorch's
+// FlashAttention-2 from bench/peers/peers.py; all rows in results/h200/flash-own/ and
+// bench/NOTES.md ("flash-own").
 //
-// v1 "mma" (sm80-style, FlashAttention-2's algorithm): one CTA per (kBlockM queries, b, h);
+// v1 "mma-*" (sm80-style, FlashAttention-2's algorithm): one CTA per (kBlockM queries, b, h);
 //   warps split the queries (kMTiles m16 tiles per warp, Q fragments kept in registers),
 //   S = QKᵀ and O += PV on mma.sync m16n8k16 with fp32 accumulators, K/V tiles fetched by
 //   cp.async into XOR-swizzled shared memory (conflict-free ldmatrix), single-buffered and
 //   overlapped as FlashAttention-2 does (V's copy behind QKᵀ, the next K behind softmax + PV);
 //   online softmax in the exp2 domain with the row sums reduced once at the end; key tiles
 //   visited from the diagonal down so only the tiles crossing it are masked; causal CTAs
-//   launched longest-first. Variants differ in kBlockM × kBlockN and warps.
+//   launched longest-first. Best variant 128 × 64, 4 warps: 329–335 TFLOP/s at 128k, H = 4
+//   (cuDNN 445, FlashAttention-2 302), 220.9 at 16k (cuDNN 351); 128 × 128 with 8 warps is the
+//   best of them at 4k–16k (0.070 / 0.483 ms).
+// v2 "wgmma-128x128[-ovl]" (Hopper): two warpgroups of 64 query rows, S on wgmma m64n128k16 with
+//   Q and K from 128-byte-swizzled shared memory, O += PV on wgmma with P from registers and V
+//   read MN-major; -ovl adds FlashAttention-3's intra-warpgroup pipelining (next QKᵀ issued
+//   before this PV, softmax under PV, K two tiles ahead of V). d = 128: 422–441 TFLOP/s at 128k
+//   (cuDNN 547–579); d = 64: 318–328 at 128k, no better than v1. Why: at d = 64 a score costs as
+//   much time in exp2 (MUFU, 16/clk/SM) as in the two products (4·d FLOP at ~4k FLOP/clk/SM),
+//   and the per-tile __syncthreads of the shared cp.async ring keeps both warpgroups in step,
+//   so one's softmax never runs under the other's products.
+// v2b "wgmma-64x128[-ovl]": one warpgroup per CTA, two CTAs per SM, each synchronising alone, so
+//   the SM's two warpgroups drift apart and overlap MUFU with tensor-core work. d = 64: 353.8
+//   TFLOP/s at 128k, H = 4 (cuDNN 443.3: 1.25× its time), 355.4 at H = 16; 4k 0.053 ms (cuDNN
+//   0.050). The tuner (flash_own_tune) picked it at every length of the D = 256 and D = 1024
+//   sweeps. The overlap variant is slower here (335.9): its extra registers (255) and copies.
 //
-// Rejected / not yet done: see bench/NOTES.md ("flash-own").
+// Rejected and not yet done: see the "Rejected" notes by the traits below and bench/NOTES.md.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -632,10 +650,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) flash_fwd_wgmma_
 }
 
 // ---- launch ----------------------------------------------------------------------------------------
-template <class Tr, typename T, bool kCausal>
-void launch_mma(const KernelParams& kp, const AttentionParams& p, cudaStream_t s) {
-  auto* k = flash_fwd_mma_kernel<Tr, T, kCausal>;
-  static bool configured = [&] {
+// One launcher for both kernel families; dynamic shared memory is raised once per instantiation.
+template <class Tr, typename T, bool kCausal, bool kWgmma>
+void launch(const KernelParams& kp, const AttentionParams& p, cudaStream_t s) {
+  void (*k)(const KernelParams);
+  if constexpr (kWgmma) k = flash_fwd_wgmma_kernel<Tr, T, kCausal>;
+  else k = flash_fwd_mma_kernel<Tr, T, kCausal>;
+  static const bool configured = [&] {
     CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
     return true;
   }();
@@ -645,27 +666,15 @@ void launch_mma(const KernelParams& kp, const AttentionParams& p, cudaStream_t s
   CUDA_CHECK_LAUNCH();
 }
 
-template <class Tr, typename T, bool kCausal>
-void launch_wgmma(const KernelParams& kp, const AttentionParams& p, cudaStream_t s) {
-  auto* k = flash_fwd_wgmma_kernel<Tr, T, kCausal>;
-  static bool configured = [&] {
-    CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
-    return true;
-  }();
-  (void)configured;
-  const dim3 grid(static_cast<unsigned>((p.L + Tr::kBlockM - 1) / Tr::kBlockM), static_cast<unsigned>(p.B * p.H));
-  k<<<grid, Tr::kThreads, Tr::kSmemBytes, s>>>(kp);
-  CUDA_CHECK_LAUNCH();
-}
-
-template <class Tr>
-void dispatch_wgmma(const KernelParams& kp, const AttentionParams& p, DType t, cudaStream_t s) {
+// Runtime dtype and causality to template constants.
+template <class Tr, bool kWgmma>
+void dispatch(const KernelParams& kp, const AttentionParams& p, DType t, cudaStream_t s) {
   if (t == DType::kF16) {
-    if (p.causal) launch_wgmma<Tr, __half, true>(kp, p, s);
-    else launch_wgmma<Tr, __half, false>(kp, p, s);
+    if (p.causal) launch<Tr, __half, true, kWgmma>(kp, p, s);
+    else launch<Tr, __half, false, kWgmma>(kp, p, s);
   } else {
-    if (p.causal) launch_wgmma<Tr, __nv_bfloat16, true>(kp, p, s);
-    else launch_wgmma<Tr, __nv_bfloat16, false>(kp, p, s);
+    if (p.causal) launch<Tr, __nv_bfloat16, true, kWgmma>(kp, p, s);
+    else launch<Tr, __nv_bfloat16, false, kWgmma>(kp, p, s);
   }
 }
 
@@ -679,17 +688,6 @@ bool wgmma_usable() {
     return major == 9 && minor == 0;
   }();
   return ok;
-}
-
-template <class Tr>
-void dispatch_mma(const KernelParams& kp, const AttentionParams& p, DType t, cudaStream_t s) {
-  if (t == DType::kF16) {
-    if (p.causal) launch_mma<Tr, __half, true>(kp, p, s);
-    else launch_mma<Tr, __half, false>(kp, p, s);
-  } else {
-    if (p.causal) launch_mma<Tr, __nv_bfloat16, true>(kp, p, s);
-    else launch_mma<Tr, __nv_bfloat16, false>(kp, p, s);
-  }
 }
 
 // Variant names: "mma-<kBlockM>x<kBlockN>w<warps>".
@@ -748,20 +746,20 @@ void flash_own_forward(const AttentionParams& p, DType t, const FlashOwnArgs& a,
   const std::string v = variant.empty() ? flash_own_variants(p).front() : variant;
   if (v.rfind("wgmma", 0) == 0) {
     LONGMIX_REQUIRE(wgmma_usable(), "flash-own: variant ", v, " needs a compute capability 9.0 (Hopper) GPU");
-    if (p.d == 64 && v == "wgmma-128x128") return dispatch_wgmma<WgD64A>(kp, p, t, s);
-    if (p.d == 64 && v == "wgmma-128x128-ovl") return dispatch_wgmma<WgD64B>(kp, p, t, s);
-    if (p.d == 64 && v == "wgmma-64x128-ovl") return dispatch_wgmma<WgD64C>(kp, p, t, s);
-    if (p.d == 64 && v == "wgmma-64x128") return dispatch_wgmma<WgD64D>(kp, p, t, s);
-    if (p.d == 128 && v == "wgmma-128x128") return dispatch_wgmma<WgD128A>(kp, p, t, s);
-    if (p.d == 128 && v == "wgmma-128x128-ovl") return dispatch_wgmma<WgD128B>(kp, p, t, s);
+    if (p.d == 64 && v == "wgmma-128x128") return dispatch<WgD64A, true>(kp, p, t, s);
+    if (p.d == 64 && v == "wgmma-128x128-ovl") return dispatch<WgD64B, true>(kp, p, t, s);
+    if (p.d == 64 && v == "wgmma-64x128-ovl") return dispatch<WgD64C, true>(kp, p, t, s);
+    if (p.d == 64 && v == "wgmma-64x128") return dispatch<WgD64D, true>(kp, p, t, s);
+    if (p.d == 128 && v == "wgmma-128x128") return dispatch<WgD128A, true>(kp, p, t, s);
+    if (p.d == 128 && v == "wgmma-128x128-ovl") return dispatch<WgD128B, true>(kp, p, t, s);
   }
   if (p.d == 64) {
-    if (v == "mma-128x64w4") return dispatch_mma<MmaD64A>(kp, p, t, s);
-    if (v == "mma-128x128w8") return dispatch_mma<MmaD64B>(kp, p, t, s);
-    if (v == "mma-128x64w8") return dispatch_mma<MmaD64C>(kp, p, t, s);
+    if (v == "mma-128x64w4") return dispatch<MmaD64A, false>(kp, p, t, s);
+    if (v == "mma-128x128w8") return dispatch<MmaD64B, false>(kp, p, t, s);
+    if (v == "mma-128x64w8") return dispatch<MmaD64C, false>(kp, p, t, s);
   } else {
-    if (v == "mma-128x64w8") return dispatch_mma<MmaD128A>(kp, p, t, s);
-    if (v == "mma-64x64w4") return dispatch_mma<MmaD128B>(kp, p, t, s);
+    if (v == "mma-128x64w8") return dispatch<MmaD128A, false>(kp, p, t, s);
+    if (v == "mma-64x64w4") return dispatch<MmaD128B, false>(kp, p, t, s);
   }
   throw InvalidArgument("flash-own: no variant '" + v + "' for head dim " + std::to_string(p.d));
 }

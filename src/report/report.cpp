@@ -657,6 +657,7 @@ int write_report(const std::string& dir, std::ostream& log) {
   md << "\nExponents are fitted on the longest (up to 4) measured lengths of each curve, where fixed costs matter least.\n";
 
   md << "\n### Time: where Hyena becomes faster\n\n";
+  if (f.crossovers.empty()) md << "- No FlashAttention and Hyena curves of the same width, scope and dtype in this folder.\n";
   for (auto& c : f.crossovers) {
     md << "- D = " << c.D << ", " << c.hyena << " vs " << c.flash << ": ";
     if (c.L_hi <= 0) md << "no length where both were measured.\n";
@@ -665,6 +666,7 @@ int write_report(const std::string& dir, std::ostream& log) {
     else md << "Hyena becomes faster from L ≈ " << std::to_string(std::llround(c.at->L)) << " (interpolated in log space between measured lengths).\n";
   }
   md << "\n### Memory\n\n";
+  if (f.memory.empty()) md << "- No length where a FlashAttention and a Hyena curve of the same width both ran.\n";
   for (auto& m : f.memory) {
     const double r = m.hyena_GB / m.flash_GB;
     md << "- D = " << m.D << ": at L = " << length_label(m.L) << " (longest length where both ran), " << m.hyena << " held "

@@ -185,3 +185,16 @@ TEST(Report, FlashAttentionIsTheFastestImplementationNamed) {
   EXPECT_NE(report.find("| flash-slow D=256 | time | 2 |"), std::string::npos);  // its exponent is still reported
   fs::remove_all(dir);
 }
+
+// A folder of FlashAttention rows only (e.g. a flash-only sweep) says so instead of empty sections.
+TEST(Report, FlashOnlyFolderSaysThereIsNoHyenaToCompare) {
+  std::vector<Row> rows;
+  for (const auto& r : synthetic()) if (r.op == "flash") rows.push_back(r);
+  const std::string dir = folder("flash_only", rows);
+  std::ostringstream log;
+  ASSERT_EQ(write_report(dir, log), 0) << log.str();
+  const std::string report = read_file(dir + "/report.md");
+  EXPECT_NE(report.find("No FlashAttention and Hyena curves of the same width"), std::string::npos) << report;
+  EXPECT_NE(report.find("No length where a FlashAttention and a Hyena curve"), std::string::npos);
+  fs::remove_all(dir);
+}

@@ -44,6 +44,10 @@ struct Problem {
   void round_to(const std::string& dtype);
 };
 
+// Rounds each value to the nearest value of `dtype` (fp16 or bf16, round to nearest even, as the
+// device converts); fp32 leaves them as they are.
+void round_to_dtype(std::vector<float>& v, const std::string& dtype);
+
 // float64 reference output of a problem (direct sums; O(L²) work: small shapes only).
 std::vector<double> reference_output(const Problem& p);
 

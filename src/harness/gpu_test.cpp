@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <tuple>
 
 #include "common/compare.h"
@@ -188,14 +187,6 @@ TEST(GpuHyenaFused, Fp16AndFp32SpectraMatchTheReference) {
 // Every flash-own kernel variant, O and LSE against a float64 reference: ragged L (not a
 // multiple of any tile), causal and not, fp16 and bf16, packed (B, L, H, d) rows and the
 // layer's qkv rows (stride 3D); O poisoned with NaN first.
-float round_bf16(float x) {  // round to nearest even, as the device's conversion does
-  std::uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-
 using FlashOwnShape = std::tuple<std::int64_t, bool, std::string>;
 class GpuFlashOwn : public ::testing::TestWithParam<FlashOwnShape> {};
 
@@ -215,8 +206,7 @@ TEST_P(GpuFlashOwn, EveryVariantMatchesFloat64Reference) {
       for (auto& x : q) x = static_cast<float>(3.0 * rng.normal());  // sharp rows: the running max moves
       for (auto& x : k) x = static_cast<float>(rng.normal());
       for (auto& x : v) x = static_cast<float>(rng.uniform(-1, 1));
-      for (auto* a : {&q, &k, &v})
-        for (auto& x : *a) x = dtype == "fp16" ? float(static_cast<_Float16>(x)) : round_bf16(x);
+      for (auto* a : {&q, &k, &v}) round_to_dtype(*a, dtype);
       // float64 reference: O (B, L, H, d), LSE (B, H, L).
       std::vector<double> oref(B * L * D), lref(B * H * L);
       const double scale = 1.0 / std::sqrt(double(d));

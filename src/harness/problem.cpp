@@ -65,18 +65,19 @@ float round_bf16(float x) {
   std::memcpy(&x, &u, 4);
   return x;
 }
-void round_vec(std::vector<float>& v, const std::string& dtype) {
+}  // namespace
+
+void round_to_dtype(std::vector<float>& v, const std::string& dtype) {
   if (dtype == "fp16")
     for (auto& x : v) x = static_cast<float>(static_cast<_Float16>(x));
   else if (dtype == "bf16")
     for (auto& x : v) x = round_bf16(x);
 }
-}  // namespace
 
 void Problem::round_to(const std::string& dtype) {
   for (auto* v : {&x, &q, &k, &v, &attn.Wqkv_weight, &attn.out_proj_weight, &hyena.in_proj_weight,
                   &hyena.out_proj_weight})
-    round_vec(*v, dtype);
+    round_to_dtype(*v, dtype);
 }
 
 std::size_t Problem::output_size() const { return static_cast<std::size_t>(w.B * w.L * w.D()); }

@@ -149,20 +149,77 @@ __device__ __forceinline__ std::uint32_t swz(int row, int chunk) {
   return static_cast<std::uint32_t>(row * kHeadDim * 2 + ((chunk ^ (row & 7)) << 4));
 }
 
-// kRows rows of one head starting at row0 (rows ≥ L are zero-filled) into a swizzled tile.
-template <class Tr, int kRows>
+// Byte offset of (row, 16-byte chunk) in a tile of kRows rows stored as 64-column sub-tiles of
+// 128-byte rows, swizzled in 1024-byte atoms: the layout wgmma's 128-byte swizzle mode reads.
+template <int kRows>
+__device__ __forceinline__ std::uint32_t swz_sub(int row, int chunk) {
+  return static_cast<std::uint32_t>((chunk >> 3) * kRows * 128 + row * 128 + (((chunk & 7) ^ (row & 7)) << 4));
+}
+
+// kRows rows of one head starting at row0 (rows ≥ L are zero-filled) into a swizzled tile:
+// whole-head rows (swz, the mma kernels) or 64-column sub-tiles (swz_sub, the wgmma kernels).
+template <class Tr, int kRows, bool kSubTiles = false>
 __device__ __forceinline__ void load_tile(std::uint32_t s_tile, const char* g, std::int64_t ld_bytes, int row0,
                                           int L, int tid) {
   constexpr int kTotal = kRows * Tr::kChunks;
-  static_assert(kTotal % Tr::kThreads == 0, "whole chunks per thread");
 #pragma unroll
-  for (int i = 0; i < kTotal / Tr::kThreads; ++i) {
+  for (int i = 0; i < (kTotal + Tr::kThreads - 1) / Tr::kThreads; ++i) {
     const int idx = i * Tr::kThreads + tid;
+    if (kTotal % Tr::kThreads != 0 && idx >= kTotal) break;
     const int r = idx / Tr::kChunks, c = idx % Tr::kChunks;
     const int gr = row0 + r;
     const char* src = g + static_cast<std::int64_t>(gr < L ? gr : L - 1) * ld_bytes + c * 16;
-    cp_async16(s_tile + swz<Tr::kHeadDim>(r, c), src, gr < L);
+    const std::uint32_t off = kSubTiles ? swz_sub<kRows>(r, c) : swz<Tr::kHeadDim>(r, c);
+    cp_async16(s_tile + off, src, gr < L);
   }
+}
+
+// What one CTA works on: query block m0 of head h of batch row b (causal CTAs longest-first: the
+// last query block is launched first), its q, k, v, and how many key tiles it visits.
+struct BlockCoords {
+  int m0, b, h, n_blocks;
+  std::int64_t ld_bytes;
+  const char *q, *k, *v;
+};
+template <int kD, int kBM, int kBN, bool kCausal>
+__device__ __forceinline__ BlockCoords block_coords(const KernelParams& p) {
+  BlockCoords c;
+  const int num_m = (p.L + kBM - 1) / kBM;
+  const int m_block = kCausal ? num_m - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
+  c.b = blockIdx.y / p.H;
+  c.h = blockIdx.y % p.H;
+  c.m0 = m_block * kBM;
+  c.ld_bytes = p.ld_in * 2;
+  const std::int64_t head_off =
+      (static_cast<std::int64_t>(c.b) * p.L * p.ld_in + static_cast<std::int64_t>(c.h) * kD) * 2;
+  c.q = p.q + head_off;
+  c.k = p.k + head_off;
+  c.v = p.v + head_off;
+  c.n_blocks = (p.L + kBN - 1) / kBN;
+  if (kCausal) c.n_blocks = min(c.n_blocks, (c.m0 + kBM + kBN - 1) / kBN);
+  return c;
+}
+
+// Epilogue of one of a thread's rows: O / l and LSE = (m + log2 l) · ln 2, where l_part is this
+// thread's share of the row sum (the quad is reduced here: every thread must call it) and
+// o_at(j, e) its accumulator at column 8j + 2·(lane % 4) + e.
+template <typename T, int kD, class OAt>
+__device__ __forceinline__ void store_row(const KernelParams& p, const BlockCoords& c, int row, float l_part,
+                                          float m, OAt o_at) {
+  float l = l_part;
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+  if (row >= p.L) return;
+  const int t4 = threadIdx.x % 4;
+  char* orow = p.o + (static_cast<std::int64_t>(c.b) * p.L * p.ld_o + static_cast<std::int64_t>(c.h) * kD +
+                      static_cast<std::int64_t>(row) * p.ld_o) * 2;
+#pragma unroll
+  for (int j = 0; j < kD / 8; ++j)
+    *reinterpret_cast<std::uint32_t*>(orow + (j * 8 + t4 * 2) * 2) = pack2<T>(o_at(j, 0) * inv, o_at(j, 1) * inv);
+  if (t4 == 0)
+    p.lse[(static_cast<std::int64_t>(c.b) * p.H + c.h) * p.L + row] =
+        l > 0.0f ? (m + __log2f(l)) * 0.69314718055994531f : INFINITY;
 }
 
 // ---- v1: FlashAttention-2 on mma.sync ------------------------------------------------------------
@@ -177,18 +234,10 @@ __global__ void __launch_bounds__(Tr::kThreads) flash_fwd_mma_kernel(const Kerne
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t4 = lane % 4;
   const int L = p.L;
-  const int num_m = (L + kBM - 1) / kBM;
-  const int m_block = kCausal ? num_m - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
-  const int b = blockIdx.y / p.H, h = blockIdx.y % p.H;
-  const int m0 = m_block * kBM;
-  const std::int64_t ld_bytes = p.ld_in * 2;
-  const std::int64_t head_off = (static_cast<std::int64_t>(b) * L * p.ld_in + static_cast<std::int64_t>(h) * kD) * 2;
-  const char* gq = p.q + head_off;
-  const char* gk = p.k + head_off;
-  const char* gv = p.v + head_off;
-
-  int n_blocks = (L + kBN - 1) / kBN;
-  if (kCausal) n_blocks = min(n_blocks, (m0 + kBM + kBN - 1) / kBN);
+  const BlockCoords c = block_coords<kD, kBM, kBN, kCausal>(p);
+  const int m0 = c.m0, n_blocks = c.n_blocks;
+  const std::int64_t ld_bytes = c.ld_bytes;
+  const char *gq = c.q, *gk = c.k, *gv = c.v;
 
   load_tile<Tr, kBM>(sQ, gq, ld_bytes, m0, L, tid);
   load_tile<Tr, kBN>(sK, gk, ld_bytes, (n_blocks - 1) * kBN, L, tid);
@@ -322,27 +371,12 @@ __global__ void __launch_bounds__(Tr::kThreads) flash_fwd_mma_kernel(const Kerne
     __syncthreads();
   }
 
-  // Epilogue: O / l, LSE = (m + log2 l) · ln 2.
-  const std::int64_t o_head = (static_cast<std::int64_t>(b) * L * p.ld_o + static_cast<std::int64_t>(h) * kD) * 2;
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float l = row_l[mt][r];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-      const int row = m0 + wrow + mt * 16 + g + r * 8;
-      if (row >= L) continue;
-      char* orow = p.o + o_head + static_cast<std::int64_t>(row) * p.ld_o * 2;
-#pragma unroll
-      for (int dt = 0; dt < kDT; ++dt)
-        *reinterpret_cast<std::uint32_t*>(orow + (dt * 8 + t4 * 2) * 2) =
-            pack2<T>(acc_o[mt][dt][2 * r] * inv, acc_o[mt][dt][2 * r + 1] * inv);
-      if (t4 == 0)
-        p.lse[(static_cast<std::int64_t>(b) * p.H + h) * L + row] =
-            l > 0.0f ? (row_m[mt][r] + __log2f(l)) * 0.69314718055994531f : INFINITY;
-    }
+    for (int r = 0; r < 2; ++r)
+      store_row<T, kD>(p, c, m0 + wrow + mt * 16 + g + r * 8, row_l[mt][r], row_m[mt][r],
+                       [&](int j, int e) { return acc_o[mt][j][2 * r + e]; });
 }
 
 
@@ -367,27 +401,6 @@ struct WgTraits {
   static constexpr int kSmemBytes = kTileQ + 4 * kTileKV + 1024;  // sQ, sK[2], sV[2], alignment slack
   static_assert(kHeadDim == 64 || kHeadDim == 128, "one or two 64-column sub-tiles");
 };
-
-// Byte offset of (row, 16-byte chunk) in a tile of kRows rows stored as 64-column sub-tiles.
-template <int kRows>
-__device__ __forceinline__ std::uint32_t swz_sub(int row, int chunk) {
-  return static_cast<std::uint32_t>((chunk >> 3) * kRows * 128 + row * 128 + (((chunk & 7) ^ (row & 7)) << 4));
-}
-
-template <class Tr, int kRows>
-__device__ __forceinline__ void load_tile_sub(std::uint32_t s_tile, const char* g, std::int64_t ld_bytes, int row0,
-                                              int L, int tid) {
-  constexpr int kTotal = kRows * Tr::kChunks;
-#pragma unroll
-  for (int i = 0; i < (kTotal + Tr::kThreads - 1) / Tr::kThreads; ++i) {
-    const int idx = i * Tr::kThreads + tid;
-    if (kTotal % Tr::kThreads != 0 && idx >= kTotal) break;
-    const int r = idx / Tr::kChunks, c = idx % Tr::kChunks;
-    const int gr = row0 + r;
-    const char* src = g + static_cast<std::int64_t>(gr < L ? gr : L - 1) * ld_bytes + c * 16;
-    cp_async16(s_tile + swz_sub<kRows>(r, c), src, gr < L);
-  }
-}
 
 // Shared-memory matrix descriptor, 128-byte swizzle (PTX ISA "matrix descriptor"): start address,
 // leading and stride byte offsets, all >> 4.
@@ -522,20 +535,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) flash_fwd_wgmma_
   auto sV = [&](int t) { return sV0 + (t & 1) * Tr::kTileKV; };
 
   const int tid = threadIdx.x, wg = tid / 128, warp_in_wg = (tid / 32) % 4, lane = tid % 32;
-  const int g = lane / 4, t4 = lane % 4;
+  const int g = lane / 4;
   const int L = p.L;
-  const int num_m = (L + kBM - 1) / kBM;
-  const int m_block = kCausal ? num_m - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
-  const int b = blockIdx.y / p.H, h = blockIdx.y % p.H;
-  const int m0 = m_block * kBM;
+  const BlockCoords c = block_coords<kD, kBM, kBN, kCausal>(p);
+  const int m0 = c.m0, n_blocks = c.n_blocks;
   const int row_base = m0 + wg * 64 + warp_in_wg * 16;  // this warp's first row
-  const std::int64_t ld_bytes = p.ld_in * 2;
-  const std::int64_t head_off = (static_cast<std::int64_t>(b) * L * p.ld_in + static_cast<std::int64_t>(h) * kD) * 2;
-  const char* gq = p.q + head_off;
-  const char* gk = p.k + head_off;
-  const char* gv = p.v + head_off;
-  int n_blocks = (L + kBN - 1) / kBN;
-  if (kCausal) n_blocks = min(n_blocks, (m0 + kBM + kBN - 1) / kBN);
+  const std::int64_t ld_bytes = c.ld_bytes;
+  const char *gq = c.q, *gk = c.k, *gv = c.v;
   // Tile t (t = 0 first) covers keys from n0(t); visited from the diagonal down.
   auto n0_of = [&](int t) { return (n_blocks - 1 - t) * kBN; };
   const std::uint32_t sQ_wg = sQ + wg * 64 * 128;
@@ -549,13 +555,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) flash_fwd_wgmma_
 
   if constexpr (!Tr::kOverlap) {
     // Prologue: group 0 = {Q, tile 0}, group 1 = {tile 1}; each iteration t commits tile t + 2.
-    load_tile_sub<Tr, kBM>(sQ, gq, ld_bytes, m0, L, tid);
-    load_tile_sub<Tr, kBN>(sK(0), gk, ld_bytes, n0_of(0), L, tid);
-    load_tile_sub<Tr, kBN>(sV(0), gv, ld_bytes, n0_of(0), L, tid);
+    load_tile<Tr, kBM, true>(sQ, gq, ld_bytes, m0, L, tid);
+    load_tile<Tr, kBN, true>(sK(0), gk, ld_bytes, n0_of(0), L, tid);
+    load_tile<Tr, kBN, true>(sV(0), gv, ld_bytes, n0_of(0), L, tid);
     cp_async_commit();
     if (n_blocks > 1) {
-      load_tile_sub<Tr, kBN>(sK(1), gk, ld_bytes, n0_of(1), L, tid);
-      load_tile_sub<Tr, kBN>(sV(1), gv, ld_bytes, n0_of(1), L, tid);
+      load_tile<Tr, kBN, true>(sK(1), gk, ld_bytes, n0_of(1), L, tid);
+      load_tile<Tr, kBN, true>(sV(1), gv, ld_bytes, n0_of(1), L, tid);
     }
     cp_async_commit();
     for (int t = 0; t < n_blocks; ++t) {
@@ -572,18 +578,18 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) flash_fwd_wgmma_
       fence_regs(o);
       __syncthreads();  // every warpgroup is done with stage t & 1
       if (t + 2 < n_blocks) {
-        load_tile_sub<Tr, kBN>(sK(t), gk, ld_bytes, n0_of(t + 2), L, tid);
-        load_tile_sub<Tr, kBN>(sV(t), gv, ld_bytes, n0_of(t + 2), L, tid);
+        load_tile<Tr, kBN, true>(sK(t), gk, ld_bytes, n0_of(t + 2), L, tid);
+        load_tile<Tr, kBN, true>(sV(t), gv, ld_bytes, n0_of(t + 2), L, tid);
       }
       cp_async_commit();
     }
   } else {
     // K runs ahead of V: group(-2) = {Q, K0, V0, K1}; after S0, group(-1) = {K2, V1}; the end of
     // iteration t commits {K(t+3), V(t+2)}, so the top of iteration t needs all but the newest group.
-    load_tile_sub<Tr, kBM>(sQ, gq, ld_bytes, m0, L, tid);
-    load_tile_sub<Tr, kBN>(sK(0), gk, ld_bytes, n0_of(0), L, tid);
-    load_tile_sub<Tr, kBN>(sV(0), gv, ld_bytes, n0_of(0), L, tid);
-    if (n_blocks > 1) load_tile_sub<Tr, kBN>(sK(1), gk, ld_bytes, n0_of(1), L, tid);
+    load_tile<Tr, kBM, true>(sQ, gq, ld_bytes, m0, L, tid);
+    load_tile<Tr, kBN, true>(sK(0), gk, ld_bytes, n0_of(0), L, tid);
+    load_tile<Tr, kBN, true>(sV(0), gv, ld_bytes, n0_of(0), L, tid);
+    if (n_blocks > 1) load_tile<Tr, kBN, true>(sK(1), gk, ld_bytes, n0_of(1), L, tid);
     cp_async_commit();
     cp_async_wait<0>();
     fence_proxy_async();
@@ -593,8 +599,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) flash_fwd_wgmma_
     fence_regs(s);
     softmax_tile<Tr, T, kCausal>(s, pa, row_m, row_l, corr, n0_of(0), row_base, L, m0, p.scale_log2);
     __syncthreads();  // every warpgroup is done with K0
-    if (n_blocks > 2) load_tile_sub<Tr, kBN>(sK(2), gk, ld_bytes, n0_of(2), L, tid);
-    if (n_blocks > 1) load_tile_sub<Tr, kBN>(sV(1), gv, ld_bytes, n0_of(1), L, tid);
+    if (n_blocks > 2) load_tile<Tr, kBN, true>(sK(2), gk, ld_bytes, n0_of(2), L, tid);
+    if (n_blocks > 1) load_tile<Tr, kBN, true>(sV(1), gv, ld_bytes, n0_of(1), L, tid);
     cp_async_commit();
     for (int t = 0; t < n_blocks; ++t) {
       cp_async_wait<1>();  // K(t+1), V(t)
@@ -620,30 +626,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) flash_fwd_wgmma_
         fence_regs(o);
       }
       __syncthreads();  // every warpgroup is done with K(t+1) and V(t)
-      if (t + 3 < n_blocks) load_tile_sub<Tr, kBN>(sK(t + 3), gk, ld_bytes, n0_of(t + 3), L, tid);
-      if (t + 2 < n_blocks) load_tile_sub<Tr, kBN>(sV(t + 2), gv, ld_bytes, n0_of(t + 2), L, tid);
+      if (t + 3 < n_blocks) load_tile<Tr, kBN, true>(sK(t + 3), gk, ld_bytes, n0_of(t + 3), L, tid);
+      if (t + 2 < n_blocks) load_tile<Tr, kBN, true>(sV(t + 2), gv, ld_bytes, n0_of(t + 2), L, tid);
       cp_async_commit();
     }
   }
 
-  const std::int64_t o_head = (static_cast<std::int64_t>(b) * L * p.ld_o + static_cast<std::int64_t>(h) * kD) * 2;
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = row_l[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    const int row = row_base + g + r * 8;
-    if (row >= L) continue;
-    char* orow = p.o + o_head + static_cast<std::int64_t>(row) * p.ld_o * 2;
-#pragma unroll
-    for (int j = 0; j < kD / 8; ++j)
-      *reinterpret_cast<std::uint32_t*>(orow + (j * 8 + t4 * 2) * 2) =
-          pack2<T>(o[j * 4 + 2 * r] * inv, o[j * 4 + 2 * r + 1] * inv);
-    if (t4 == 0)
-      p.lse[(static_cast<std::int64_t>(b) * p.H + h) * L + row] =
-          l > 0.0f ? (row_m[r] + __log2f(l)) * 0.69314718055994531f : INFINITY;
-  }
+  for (int r = 0; r < 2; ++r)
+    store_row<T, kD>(p, c, row_base + g + r * 8, row_l[r], row_m[r], [&](int j, int e) { return o[j * 4 + 2 * r + e]; });
 #else
   __trap();  // built without sm_90a: the host never selects this kernel (see wgmma_usable)
 #endif

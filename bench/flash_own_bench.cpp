@@ -85,7 +85,6 @@ int main(int argc, char** argv) {
       double cudnn_ms = 0;
       try {
         CudnnFlash cf(p, t, D, D);
-        Buffer<char> ws;
         cudnn_ms = median_ms([&] { cf.run(q.data(), k.data(), v.data(), o.data(), lse.data(), ctx); }, ctx.stream);
       } catch (const std::exception& e) {
         std::printf("# flash-cudnn unavailable: %s\n", e.what());

@@ -89,16 +89,17 @@ class CudaAttentionRunner final : public Runner {
 
  private:
   void attend(const void* q, const void* k, const void* v, std::int64_t ld, void* o) {
+    if (kind_ == AttnImpl::kStandard) {
+      attention_standard_cuda(params_, t_, q, k, v, ld, o, w_.D(), ctx_);
+      return;
+    }
+    Buffer<float> lse(*ctx_.alloc, static_cast<std::size_t>(w_.B * w_.H * w_.L));  // (B, H, L)
     if (kind_ == AttnImpl::kCudnn) {
-      Buffer<float> lse(*ctx_.alloc, static_cast<std::size_t>(w_.B * w_.H * w_.L));  // (B, H, L)
       cudnn_->run(q, k, v, o, lse.data(), ctx_);
-    } else if (kind_ == AttnImpl::kOwn) {
-      Buffer<float> lse(*ctx_.alloc, static_cast<std::size_t>(w_.B * w_.H * w_.L));  // (B, H, L)
+    } else {
       FlashOwnArgs a;
       a.q = q; a.k = k; a.v = v; a.o = o; a.lse = lse.data(); a.ld_in = ld; a.ld_o = w_.D();
       flash_own_forward(params_, t_, a, ctx_.stream, variant_);
-    } else {
-      attention_standard_cuda(params_, t_, q, k, v, ld, o, w_.D(), ctx_);
     }
   }
   CudaContext& ctx_;

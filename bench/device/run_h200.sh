@@ -14,6 +14,11 @@
 #            memcheck/racecheck on flash-own, the variant benchmark against cuDNN
 #   torch    longmix run against the PyTorch modules (bench/peers/check_torch.py), every GPU impl
 #   isolate  a GPU sweep with --isolate and an injected fault in one row
+#   hyenacuda  the Hyena GPU tests (both hyena-cuda paths), memcheck/racecheck on the hyena-cuda
+#            plan test, a D = 256 hyena-cuda sweep 4k..1M with the reference Hyena in the same
+#            call, ncu kernel times of one hyena-cuda forward at 128k
+#   glue     flash-cudnn layer scope at D = 1024 (H = 16) 4k..128k with PyTorch's cuDNN and FA2
+#            layers in the same call; flash-cudnn core scope at 128k, D = 256 (the memory row)
 # Logs and results go under $OUT (8 files at most come back: results are tarred).
 set -uo pipefail
 B=/tmp/lm
@@ -94,6 +99,38 @@ for stage in "$@"; do
         PYTHONUNBUFFERED=1 timeout 150 $PY bench/peers/peers.py --lengths 4k,16k,32k,128k --heads $H \
           --impls torch-sdpa-flash,torch-sdpa-cudnn --scopes core --out $OUT/peers_core_h$H.json 2>&1 | tail -12 | tee -a $LOG
       done
+      ;;
+    hyenacuda)
+      for i in $(seq 0 7); do
+        GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 300 $B/gpu_test --gtest_filter='GpuHyenaCuda.*:Ragged/GpuHyena.*' \
+          > $OUT/shard$i.txt 2>&1 &
+      done
+      wait
+      cat $OUT/shard*.txt > $OUT/gpu_test_hyena.log && rm -f $OUT/shard*.txt
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_hyena.log | sort | uniq -c | tee -a $LOG
+      grep -E "^hyena-cuda " $OUT/gpu_test_hyena.log | head -20 | tee -a $LOG
+      grep -B3 -A3 "Failure" $OUT/gpu_test_hyena.log | head -30 | tee -a $LOG
+      sanitize 'GpuHyenaCuda.*' hyenacuda
+      d=$OUT/hc256
+      timeout 200 $B/longmix sweep --ops hyena --impls hyena-cuda,hyena-fused --lengths 4k..1M --out $d --quiet 2>&1 | tail -2 | tee -a $LOG
+      PYTHONUNBUFFERED=1 timeout 150 $PY bench/peers/peers.py --lengths 4k,16k,32k,128k,1M --impls torch-hyena \
+        --scopes layer --l-max 1M --out $d/peers.json 2>&1 | tail -1 | tee -a $LOG
+      cut -d, -f1-3,9,22,23 $d/results_hyena.csv | tee -a $LOG
+      timeout 200 ncu --metrics gpu__time_duration.sum,dram__bytes.sum \
+        $B/longmix sweep --ops hyena --impls hyena-cuda --lengths 128k --warmup 1 --min-reps 1 --min-seconds 0 \
+        --no-check --out /tmp/profhc --quiet > $OUT/ncu_hyena_cuda_128k.txt 2>&1
+      echo "ncu hyena-cuda rc=$?" | tee -a $LOG
+      tar -C $OUT -czf $OUT/$stage.tgz $(basename $d) && rm -rf $d
+      ;;
+    glue)
+      d=$OUT/glue
+      timeout 200 $B/longmix sweep --ops flash --impls flash-cudnn --lengths 4k..128k --heads 16 --out $d/d1024 --quiet 2>&1 | tail -1 | tee -a $LOG
+      PYTHONUNBUFFERED=1 timeout 150 $PY bench/peers/peers.py --lengths 4k,8k,16k,32k,64k,128k --heads 16 \
+        --impls torch-sdpa-flash,torch-sdpa-cudnn --scopes layer --out $d/d1024/peers.json 2>&1 | tail -1 | tee -a $LOG
+      cut -d, -f1-3,9 $d/d1024/results_flash.csv | tee -a $LOG
+      timeout 100 $B/longmix sweep --ops flash --impls flash-cudnn,flash-own --scope core --lengths 16k,128k --out $d/core256 --quiet 2>&1 | tail -1 | tee -a $LOG
+      cut -d, -f1-4,9,10,21,22 $d/core256/results_flash.csv | tee -a $LOG
+      tar -C $OUT -czf $OUT/$stage.tgz $(basename $d) && rm -rf $d
       ;;
     flashquick)  # the flash-own tests and the d = 64 variant benchmark only
       $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*' > $OUT/gpu_test_flash.log 2>&1

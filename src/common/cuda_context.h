@@ -19,11 +19,29 @@ struct CudaContext {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   Allocator* alloc = nullptr;
+  void* workspace = nullptr;  // cuBLAS(Lt)'s workspace (from alloc), lent by the runner; may be empty
+  std::size_t workspace_bytes = 0;
 };
 
-// Y (M, N) = X (M, K) · W (N, K)ᵀ (+ bias (N), fp32) in dtype t with fp32 accumulation.
+// Column-major D (m, n) = op(A) · op(B) (+ bias (m)), A, B, D and the bias in dtype t, fp32
+// accumulation, through cuBLASLt with the bias in the epilogue (as PyTorch's addmm does). The
+// algorithm is cuBLASLt's first heuristic choice for the shape, cached per shape.
+struct GemmArgs {
+  bool ta = false, tb = false;  // op(A) = Aᵀ, op(B) = Bᵀ
+  std::int64_t m = 0, n = 0, k = 0;
+  const void* A = nullptr;
+  std::int64_t lda = 0;
+  const void* B = nullptr;
+  std::int64_t ldb = 0;
+  void* D = nullptr;
+  std::int64_t ldd = 0;
+  const void* bias = nullptr;  // (m) or none
+};
+void gemm_cuda(DType t, const GemmArgs& g, CudaContext& ctx);
+
+// Y (M, N) = X (M, K) · W (N, K)ᵀ (+ bias (N), dtype t) in dtype t with fp32 accumulation.
 void linear_cuda(DType t, std::int64_t M, std::int64_t N, std::int64_t K, const void* X, const void* W,
-                 const float* bias, void* Y, CudaContext& ctx);
+                 const void* bias, void* Y, CudaContext& ctx);
 // y[i, j] += bias[j] for a (rows, cols) matrix of dtype t.
 void add_bias_cuda(DType t, std::int64_t rows, std::int64_t cols, void* y, const float* bias,
                    cudaStream_t s);

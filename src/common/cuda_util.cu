@@ -1,8 +1,13 @@
-// Small GPU helpers shared by the ops: cuBLAS linear layer, bias, dtype conversion, poison.
+// Small GPU helpers shared by the ops: cuBLASLt products and linear layer, bias, dtype conversion, poison.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cublasLt.h>
+
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "common/cuda_check.h"
 #include "common/cuda_context.h"
@@ -23,16 +28,79 @@ cudaDataType_t cuda_dtype(DType t) {
   return t == DType::kF32 ? CUDA_R_32F : t == DType::kF16 ? CUDA_R_16F : CUDA_R_16BF;
 }
 
-void linear_cuda(DType t, std::int64_t M, std::int64_t N, std::int64_t K, const void* X, const void* W,
-                 const float* bias, void* Y, CudaContext& ctx) {
-  // Row-major Y (M,N) = X (M,K) W (N,K)ᵀ  <=>  column-major Yᵀ (N,M) = W' ᵀ... : C = op(A)·B with
-  // A = W (col-major K×N, transposed), B = X (col-major K×M).
+namespace {
+// One cached cuBLASLt setup per shape: descriptors and the heuristic's algorithm.
+struct LtKey {
+  int t, ta, tb, bias;
+  std::int64_t m, n, k, lda, ldb, ldd;
+  std::size_t ws;
+  auto tie() const { return std::tie(t, ta, tb, bias, m, n, k, lda, ldb, ldd, ws); }
+  bool operator<(const LtKey& o) const { return tie() < o.tie(); }
+};
+struct LtPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+LtPlan make_lt_plan(cublasLtHandle_t lt, const LtKey& k) {
+  LtPlan p;
+  const cudaDataType_t ct = cuda_dtype(static_cast<DType>(k.t));
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t ta = k.ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb = k.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  const cublasLtEpilogue_t epi = k.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+  // Stored shapes: A is (m, k) or (k, m) when transposed; B is (k, n) or (n, k).
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, ct, k.ta ? k.k : k.m, k.ta ? k.m : k.k, k.lda));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, ct, k.tb ? k.n : k.k, k.tb ? k.k : k.n, k.ldb));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.d, ct, k.m, k.n, k.ldd));
+  cublasLtMatmulPreference_t pref = nullptr;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &k.ws,
+                                                    sizeof(k.ws)));
+  cublasLtMatmulHeuristicResult_t r{};
+  int found = 0;
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.d, p.d, pref, 1, &r, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+    throw RuntimeFailure(detail::concat("cuBLASLt has no algorithm for a ", k.m, "x", k.n, "x", k.k, " product",
+                             k.bias ? " with a bias epilogue" : "", " (", cublasGetStatusString(st), ")"));
+  p.algo = r.algo;
+  return p;
+}
+}  // namespace
+
+void gemm_cuda(DType t, const GemmArgs& g, CudaContext& ctx) {
+  if (g.m == 0 || g.n == 0) return;
+  static std::mutex mu;
+  static std::map<LtKey, LtPlan> plans;
+  // A cuBLAS handle is a cuBLASLt handle (cuBLAS documentation, cublasLtHandle_t).
+  auto lt = reinterpret_cast<cublasLtHandle_t>(ctx.cublas);
+  const LtKey key{int(t), g.ta, g.tb, g.bias != nullptr, g.m, g.n, g.k, g.lda, g.ldb, g.ldd, ctx.workspace_bytes};
+  LtPlan* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = plans.find(key);
+    if (it == plans.end()) it = plans.emplace(key, make_lt_plan(lt, key)).first;
+    p = &it->second;
+  }
+  if (g.bias)
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
   const float alpha = 1.0f, beta = 0.0f;
-  CUBLAS_CHECK(cublasGemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
-                            static_cast<int>(K), &alpha, W, cuda_dtype(t), static_cast<int>(K), X,
-                            cuda_dtype(t), static_cast<int>(K), &beta, Y, cuda_dtype(t),
-                            static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  if (bias) add_bias_cuda(t, M, N, Y, bias, ctx.stream);
+  CUBLAS_CHECK(cublasLtMatmul(lt, p->op, &alpha, g.A, p->a, g.B, p->b, &beta, g.D, p->d, g.D, p->d, &p->algo,
+                              ctx.workspace, ctx.workspace_bytes, ctx.stream));
+}
+
+void linear_cuda(DType t, std::int64_t M, std::int64_t N, std::int64_t K, const void* X, const void* W,
+                 const void* bias, void* Y, CudaContext& ctx) {
+  // Row-major Y (M, N) = X (M, K) · W (N, K)ᵀ  <=>  column-major Yᵀ (N, M) = Wᵀ... with
+  // A = W stored column-major (K, N), transposed, and B = X stored column-major (K, M).
+  GemmArgs g;
+  g.ta = true; g.m = N; g.n = M; g.k = K;
+  g.A = W; g.lda = K; g.B = X; g.ldb = K; g.D = Y; g.ldd = N; g.bias = bias;
+  gemm_cuda(t, g, ctx);
 }
 
 // Rows over blocks, columns over threads: no per-element division.

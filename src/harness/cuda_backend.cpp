@@ -26,8 +26,14 @@ class CublasWorkspace {
  public:
   explicit CublasWorkspace(CudaContext& ctx) : ctx_(ctx), buf_(*ctx.alloc, kCublasWorkspace) {
     CUBLAS_CHECK(cublasSetWorkspace(ctx.cublas, buf_.data(), kCublasWorkspace));
+    ctx.workspace = buf_.data();  // cuBLASLt's products take it per call
+    ctx.workspace_bytes = kCublasWorkspace;
   }
-  ~CublasWorkspace() { cublasSetWorkspace(ctx_.cublas, nullptr, 0); }
+  ~CublasWorkspace() {
+    cublasSetWorkspace(ctx_.cublas, nullptr, 0);
+    ctx_.workspace = nullptr;
+    ctx_.workspace_bytes = 0;
+  }
   CublasWorkspace(const CublasWorkspace&) = delete;
   CublasWorkspace& operator=(const CublasWorkspace&) = delete;
 
@@ -54,9 +60,9 @@ class CudaAttentionRunner final : public Runner {
     } else {
       x_ = upload_as(a, p.x, t_, ctx.stream);
       wqkv_ = upload_as(a, p.attn.Wqkv_weight, t_, ctx.stream);
-      bqkv_ = upload_as(a, p.attn.Wqkv_bias, DType::kF32, ctx.stream);
+      bqkv_ = upload_as(a, p.attn.Wqkv_bias, t_, ctx.stream);  // in the product's epilogue
       wout_ = upload_as(a, p.attn.out_proj_weight, t_, ctx.stream);
-      bout_ = upload_as(a, p.attn.out_proj_bias, DType::kF32, ctx.stream);
+      bout_ = upload_as(a, p.attn.out_proj_bias, t_, ctx.stream);
     }
     if (kind_ == AttnImpl::kCudnn) cudnn_ = std::make_unique<CudnnFlash>(params_, t_, w_.scope == "core" ? D : 3 * D, D);
     if (kind_ == AttnImpl::kStandard || w_.scope == "layer") ws_ = std::make_unique<CublasWorkspace>(ctx);
@@ -74,11 +80,11 @@ class CudaAttentionRunner final : public Runner {
       Buffer<char> o(a, static_cast<std::size_t>(BL * D) * es);  // (B, L, H, d)
       {
         Buffer<char> qkv(a, static_cast<std::size_t>(BL * 3 * D) * es);  // (B, L, 3, H, d)
-        linear_cuda(t_, BL, 3 * D, D, x_.data(), wqkv_.data(), reinterpret_cast<const float*>(bqkv_.data()),
+        linear_cuda(t_, BL, 3 * D, D, x_.data(), wqkv_.data(), bqkv_.data(),
                     qkv.data(), ctx_);
         attend(qkv.data(), qkv.data() + D * es, qkv.data() + 2 * D * es, 3 * D, o.data());
       }
-      linear_cuda(t_, BL, D, D, o.data(), wout_.data(), reinterpret_cast<const float*>(bout_.data()), y.data(), ctx_);
+      linear_cuda(t_, BL, D, D, o.data(), wout_.data(), bout_.data(), y.data(), ctx_);
     }
     out_ = std::move(y);
   }
@@ -142,6 +148,7 @@ class CudaHyenaRunner final : public Runner {
     out_ = std::move(y);
   }
   std::vector<float> output() override { return download_as(out_, size(), t_, *ctx_.alloc, ctx_.stream); }
+  std::string note() const override { return plan_ ? plan_->note() : ""; }
 
  private:
   std::size_t size() const { return static_cast<std::size_t>(w_.B * w_.L * w_.D()); }

@@ -75,8 +75,10 @@ void round_to_dtype(std::vector<float>& v, const std::string& dtype) {
 }
 
 void Problem::round_to(const std::string& dtype) {
+  // The GPU products add these biases in their epilogue, in the storage dtype (as PyTorch's
+  // half-precision modules hold them); hyena's in_proj bias stays fp32 (added in the conv kernel).
   for (auto* v : {&x, &q, &k, &v, &attn.Wqkv_weight, &attn.out_proj_weight, &hyena.in_proj_weight,
-                  &hyena.out_proj_weight})
+                  &hyena.out_proj_weight, &attn.Wqkv_bias, &attn.out_proj_bias, &hyena.out_proj_bias})
     round_to_dtype(*v, dtype);
 }
 

@@ -148,7 +148,6 @@ class CudaHyenaRunner final : public Runner {
     out_ = std::move(y);
   }
   std::vector<float> output() override { return download_as(out_, size(), t_, *ctx_.alloc, ctx_.stream); }
-  std::string note() const override { return plan_ ? plan_->note() : ""; }
 
  private:
   std::size_t size() const { return static_cast<std::size_t>(w_.B * w_.L * w_.D()); }

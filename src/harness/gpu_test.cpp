@@ -14,7 +14,6 @@
 #include "common/cuda_context.h"
 #include "common/rng.h"
 #include "ops/attention/attention_flash.h"
-#include "ops/hyena/hyena_cuda.h"
 #include "ops/hyena/hyena_fused.h"
 #endif
 
@@ -203,51 +202,6 @@ TEST(GpuHyenaFused, Fp16AndFp32SpectraMatchTheReference) {
     }
   }
   be->release_cached();
-}
-
-// hyena-cuda at order 2 has two paths: cuFFT LTO callbacks (the default where cuFFT takes them)
-// and the streaming kernels; both against the float64 reference, layer and core scope, filter
-// recomputed and cached, B = 2, ragged L, fp16 and bf16, outputs NaN-poisoned. The default
-// plan's path is printed (the log says whether this GPU's cuFFT took the callbacks).
-TEST(GpuHyenaCuda, CallbackAndKernelPathsMatchTheReference) {
-  REQUIRE_GPU(be);
-  for (const std::string dtype : {"fp16", "bf16"}) {
-    for (std::int64_t L : {77, 1500}) {
-      for (bool cached : {false, true}) {
-        Workload w;
-        w.op = "hyena"; w.B = 2; w.L = L; w.l_max = 2048; w.dtype = dtype; w.seed = 9; w.filter_cached = cached;
-        const DType t = parse_dtype(dtype);
-        for (const std::string scope : {"layer", "core"}) {
-          w.scope = scope;
-          Problem p = Problem::make(w);
-          p.round_to(dtype);
-          const auto ref = reference_output(p);
-          TestContext tc(*be);
-          CudaContext& ctx = tc.ctx;
-          const std::size_t n = p.output_size();
-          const Buffer<char> x = upload_as(*ctx.alloc, p.x, t, ctx.stream);
-          Buffer<char> y(*ctx.alloc, n * 2);
-          for (bool callbacks : {true, false}) {
-            HyenaCudaOptions opt;
-            opt.callbacks = callbacks;
-            HyenaCudaPlan plan(p.hyena, w.B, w.L, t, cached, ctx, opt);
-            for (int call = 0; call < 2; ++call) {  // the second call reuses the callbacks' info
-              fill_nan_cuda(t, y.data(), n, ctx.stream);
-              if (scope == "core") plan.core(x.data(), y.data());
-              else plan.forward(x.data(), y.data());
-              const auto c = compare(download_as(y, n, t, *ctx.alloc, ctx.stream), ref);
-              const std::string what = dtype + " L=" + std::to_string(L) + (cached ? " cached " : " ") + scope +
-                                       " call " + std::to_string(call) + ": " + plan.note();
-              if (call == 0) std::printf("hyena-cuda %s: %s\n", what.c_str(), c.summary().c_str());
-              EXPECT_EQ(c.nonfinite, 0u) << what;
-              EXPECT_LE(c.rel_l2, tolerance("hyena", dtype)) << what << ": " << c.summary();
-            }
-          }
-        }
-        be->release_cached();
-      }
-    }
-  }
 }
 
 // Every flash-own kernel variant, O and LSE against a float64 reference: ragged L (not a

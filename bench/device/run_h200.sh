@@ -14,9 +14,10 @@
 #            memcheck/racecheck on flash-own, the variant benchmark against cuDNN
 #   torch    longmix run against the PyTorch modules (bench/peers/check_torch.py), every GPU impl
 #   isolate  a GPU sweep with --isolate and an injected fault in one row
-#   hyenacuda  the Hyena GPU tests (both hyena-cuda paths), memcheck/racecheck on the hyena-cuda
-#            plan test, a D = 256 hyena-cuda sweep 4k..1M with the reference Hyena in the same
+#   hyenacuda  the Hyena GPU tests (hyena-cuda and hyena-fused), memcheck/racecheck on two
+#            hyena-cuda cases, a D = 256 Hyena sweep 4k..1M with the reference Hyena in the same
 #            call, ncu kernel times of one hyena-cuda forward at 128k
+#   sanitizehc  memcheck/racecheck on two hyena-cuda cases (order 2 and 3, L = 77)
 #   glue     flash-cudnn layer scope at D = 1024 (H = 16) 4k..128k with PyTorch's cuDNN and FA2
 #            layers in the same call; flash-cudnn core scope at 128k, D = 256 (the memory row)
 # Logs and results go under $OUT (8 files at most come back: results are tarred).
@@ -102,7 +103,7 @@ for stage in "$@"; do
       ;;
     hyenacuda)
       for i in $(seq 0 7); do
-        GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 300 $B/gpu_test --gtest_filter='GpuHyenaCuda.*:Ragged/GpuHyena.*' \
+        GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 300 $B/gpu_test --gtest_filter='Ragged/GpuHyena.*' \
           > $OUT/shard$i.txt 2>&1 &
       done
       wait
@@ -110,7 +111,7 @@ for stage in "$@"; do
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_hyena.log | sort | uniq -c | tee -a $LOG
       grep -E "^hyena-cuda " $OUT/gpu_test_hyena.log | head -20 | tee -a $LOG
       grep -B3 -A3 "Failure" $OUT/gpu_test_hyena.log | head -30 | tee -a $LOG
-      sanitize 'GpuHyenaCuda.*' hyenacuda
+      sanitize 'Ragged/GpuHyena.MatchesFloat64Reference/16:Ragged/GpuHyena.MatchesFloat64Reference/28' hyenacuda
       d=$OUT/hc256
       timeout 200 $B/longmix sweep --ops hyena --impls hyena-cuda,hyena-fused --lengths 4k..1M --out $d --quiet 2>&1 | tail -2 | tee -a $LOG
       PYTHONUNBUFFERED=1 timeout 150 $PY bench/peers/peers.py --lengths 4k,16k,32k,128k,1M --impls torch-hyena \
@@ -121,6 +122,9 @@ for stage in "$@"; do
         --no-check --out /tmp/profhc --quiet > $OUT/ncu_hyena_cuda_128k.txt 2>&1
       echo "ncu hyena-cuda rc=$?" | tee -a $LOG
       tar -C $OUT -czf $OUT/$stage.tgz $(basename $d) && rm -rf $d
+      ;;
+    sanitizehc)
+      sanitize 'Ragged/GpuHyena.MatchesFloat64Reference/16:Ragged/GpuHyena.MatchesFloat64Reference/28' hyenacuda
       ;;
     glue)
       d=$OUT/glue

@@ -14,6 +14,7 @@
 #include "common/cuda_context.h"
 #include "common/rng.h"
 #include "ops/attention/attention_flash.h"
+#include "ops/hyena/hyena_cuda.h"
 #include "ops/hyena/hyena_fused.h"
 #endif
 
@@ -334,6 +335,19 @@ TEST(GpuBadInput, UnsupportedHeadDimIsAClearMessage) {
   w.L = 4 << 20;
   EXPECT_NE(be->unsupported("hyena-fused", w).find("L up to"), std::string::npos);
 }
+
+#ifdef LONGMIX_HAVE_CUDA
+// Host-side limits of hyena-cuda (no GPU needed): channels are transformed in pairs.
+TEST(HyenaCudaLimits, OddWidthAndLongShortFilterAreClearMessages) {
+  HyenaConfig cfg;
+  cfg.D = 63;
+  EXPECT_NE(hyena_cuda_unsupported(cfg, DType::kF16).find("odd d_model 63"), std::string::npos);
+  cfg.D = 64;
+  EXPECT_EQ(hyena_cuda_unsupported(cfg, DType::kF16), "");
+  cfg.short_filter_order = 10;
+  EXPECT_NE(hyena_cuda_unsupported(cfg, DType::kBF16).find("up to 9"), std::string::npos);
+}
+#endif
 
 TEST(GpuAvailability, ReasonIsGivenWithoutAGpu) {
   std::string why;

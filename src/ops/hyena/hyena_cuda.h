@@ -21,7 +21,8 @@
 //       refuses every LTO callback plan (CUFFT_INTERNAL_ERROR, even a trivial one;
 //       tools/probe/).
 //   v4: channel pairs through C2C (no R2C pre/post-processing passes, half the FFT rows, in
-//       place: no separate spectrum buffer), coalesced shared-memory-staged streaming kernels.
+//       place: no separate spectrum buffer), coalesced shared-memory-staged streaming kernels:
+//       1.96 ms (2.23× the same-call PyTorch reference's 4.37 ms), peak 1.17 GiB (1.35).
 #pragma once
 #include <memory>
 

@@ -42,9 +42,6 @@ void gemm_cuda(DType t, const GemmArgs& g, CudaContext& ctx);
 // Y (M, N) = X (M, K) · W (N, K)ᵀ (+ bias (N), dtype t) in dtype t with fp32 accumulation.
 void linear_cuda(DType t, std::int64_t M, std::int64_t N, std::int64_t K, const void* X, const void* W,
                  const void* bias, void* Y, CudaContext& ctx);
-// y[i, j] += bias[j] for a (rows, cols) matrix of dtype t.
-void add_bias_cuda(DType t, std::int64_t rows, std::int64_t cols, void* y, const float* bias,
-                   cudaStream_t s);
 // dst (n, dtype t) = src (n, float).
 void convert_from_float_cuda(DType t, const float* src, void* dst, std::size_t n, cudaStream_t s);
 // dst (n, float) = src (n, dtype t).

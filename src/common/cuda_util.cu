@@ -1,4 +1,4 @@
-// Small GPU helpers shared by the ops: cuBLASLt products and linear layer, bias, dtype conversion, poison.
+// Small GPU helpers shared by the ops: cuBLASLt products and linear layer, dtype conversion, poison.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -103,15 +103,6 @@ void linear_cuda(DType t, std::int64_t M, std::int64_t N, std::int64_t K, const 
   gemm_cuda(t, g, ctx);
 }
 
-// Rows over blocks, columns over threads: no per-element division.
-template <typename T>
-__global__ void add_bias_kernel(std::int64_t rows, std::int64_t cols, T* y, const float* bias) {
-  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    T* row = y + r * cols;
-    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) row[c] = from_float<T>(to_float(row[c]) + bias[c]);
-  }
-}
-
 template <typename T>
 __global__ void from_float_kernel(const float* src, T* dst, std::size_t n) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
@@ -144,13 +135,6 @@ unsigned grid_for(std::size_t n) {
     case DType::kBF16: { using T = __nv_bfloat16; __VA_ARGS__; break; } \
   }
 
-void add_bias_cuda(DType t, std::int64_t rows, std::int64_t cols, void* y, const float* bias,
-                   cudaStream_t s) {
-  if (rows * cols == 0) return;
-  const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>(rows, 132 * 64));
-  LONGMIX_DISPATCH(t, add_bias_kernel<T><<<blocks, 256, 0, s>>>(rows, cols, static_cast<T*>(y), bias));
-  CUDA_CHECK_LAUNCH();
-}
 void convert_from_float_cuda(DType t, const float* src, void* dst, std::size_t n, cudaStream_t s) {
   if (!n) return;
   LONGMIX_DISPATCH(t, from_float_kernel<T><<<grid_for(n), 256, 0, s>>>(src, static_cast<T*>(dst), n));

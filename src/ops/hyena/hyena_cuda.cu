@@ -285,6 +285,13 @@ struct HyenaCudaPlan::Impl {
   dim3 rows_grid(std::int64_t len, std::int64_t rows) const {
     return dim3(unsigned((len + kChunk - 1) / kChunk), unsigned(rows));
   }
+  // transpose_kernel over B batches: out (B, n, rows) = in (B, rows, ld_in)[:, :, col0 : col0 + n].
+  template <typename T>
+  void transpose(const T* in, std::int64_t rows, std::int64_t ld_in, std::int64_t col0, std::int64_t n, T* out) const {
+    const dim3 grid(unsigned((n + kTile - 1) / kTile), unsigned((rows + kTile - 1) / kTile), unsigned(B));
+    transpose_kernel<T><<<grid, dim3(kTile, 8), 0, ctx.stream>>>(in, rows, ld_in, col0, n, out);
+    CUDA_CHECK_LAUNCH();
+  }
   std::size_t work_bytes() const { return std::max(std::max(plan_h->work, plan_s->work), std::size_t(256)); }
 
   // The implicit filter's pair spectra (Dh/2, R), unscaled: the MLP's hidden layers as cuBLAS
@@ -377,13 +384,8 @@ struct HyenaCudaPlan::Impl {
         }
       }
     } else {  // core: z (B, L, C) from the caller, time-major
-      const dim3 blk(kTile, 8);
-      transpose_kernel<T><<<dim3(unsigned((G * D + kTile - 1) / kTile), unsigned((L + kTile - 1) / kTile), unsigned(B)),
-                            blk, 0, ctx.stream>>>(z, L, C, 0, G * D, reinterpret_cast<T*>(zg.data()));
-      CUDA_CHECK_LAUNCH();
-      transpose_kernel<T><<<dim3(unsigned((2 * D + kTile - 1) / kTile), unsigned((L + kTile - 1) / kTile), unsigned(B)),
-                            blk, 0, ctx.stream>>>(z, L, C, G * D, 2 * D, reinterpret_cast<T*>(zl.data()));
-      CUDA_CHECK_LAUNCH();
+      transpose(z, L, C, 0, G * D, reinterpret_cast<T*>(zg.data()));
+      transpose(z, L, C, G * D, 2 * D, reinterpret_cast<T*>(zl.data()));
     }
     Buffer<char> ygc(a, static_cast<std::size_t>(B * D * L) * es);  // (B, D, L)
     mix(reinterpret_cast<const T*>(zg.data()), zl, u ? f(b_in) : nullptr, Hz, work, reinterpret_cast<T*>(ygc.data()));
@@ -401,10 +403,7 @@ struct HyenaCudaPlan::Impl {
         gemm_cuda(t, g, ctx);
       }
     } else {  // core: yg (B, L, D), time-major
-      transpose_kernel<T><<<dim3(unsigned((L + kTile - 1) / kTile), unsigned((D + kTile - 1) / kTile), unsigned(B)),
-                            dim3(kTile, 8), 0, ctx.stream>>>(reinterpret_cast<const T*>(ygc.data()), D, L, 0, L,
-                                                             static_cast<T*>(out));
-      CUDA_CHECK_LAUNCH();
+      transpose(reinterpret_cast<const T*>(ygc.data()), D, L, 0, L, static_cast<T*>(out));
     }
   }
 

@@ -18,6 +18,10 @@
 #            hyena-cuda cases, a D = 256 Hyena sweep 4k..1M with the reference Hyena in the same
 #            call, ncu kernel times of one hyena-cuda forward at 128k
 #   sanitizehc  memcheck/racecheck on two hyena-cuda cases (order 2 and 3, L = 77)
+#   flashquick  the flash-own tests and the d = 64 variant benchmark
+#   hyenatests  the Hyena GPU tests only (8 shards)
+#   flash1024  flash-own and flash-cudnn at D = 1024, 4k..128k, with PyTorch's attention layers
+#   sanitizeflash  memcheck/racecheck on two flash-own shapes (every variant)
 #   glue     flash-cudnn layer scope at D = 1024 (H = 16) 4k..128k with PyTorch's cuDNN and FA2
 #            layers in the same call; flash-cudnn core scope at 128k, D = 256 (the memory row)
 # Logs and results go under $OUT (8 files at most come back: results are tarred).
@@ -137,10 +141,31 @@ for stage in "$@"; do
       tar -C $OUT -czf $OUT/$stage.tgz $(basename $d) && rm -rf $d
       ;;
     flashquick)  # the flash-own tests and the d = 64 variant benchmark only
-      $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*' > $OUT/gpu_test_flash.log 2>&1
+      timeout 300 $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*' > $OUT/gpu_test_flash.log 2>&1
+      echo "flash-own tests rc=$?" | tee -a $LOG
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_flash.log | sort | uniq -c | tee -a $LOG
       grep -B3 -A3 "Failure" $OUT/gpu_test_flash.log | head -40 | tee -a $LOG
-      $B/bench_flash_own 4096,16384,32768,131072 fp16 d64 2>&1 | tee $OUT/bench_flash_own.txt | tee -a $LOG
+      timeout 200 $B/bench_flash_own 4096,16384,32768,131072 fp16 d64 2>&1 | tee $OUT/bench_flash_own.txt | tee -a $LOG
+      ;;
+    hyenatests)  # the Hyena GPU tests alone (both impls), 8 shards
+      for i in $(seq 0 7); do
+        GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 300 $B/gpu_test --gtest_filter='Ragged/GpuHyena.*' \
+          > $OUT/shard$i.txt 2>&1 &
+      done
+      wait
+      cat $OUT/shard*.txt > $OUT/gpu_test_hyena.log && rm -f $OUT/shard*.txt
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_hyena.log | sort | uniq -c | tee -a $LOG
+      ;;
+    flash1024)  # flash-own and flash-cudnn, layer scope, D = 1024 (H = 16), 4k..128k, PyTorch's layers same call
+      d=$OUT/flash1024
+      timeout 250 $B/longmix sweep --ops flash --impls flash-own,flash-cudnn --lengths 4k..128k --heads 16 --out $d --quiet 2>&1 | tail -1 | tee -a $LOG
+      PYTHONUNBUFFERED=1 timeout 150 $PY bench/peers/peers.py --lengths 4k,8k,16k,32k,64k,128k --heads 16 \
+        --impls torch-sdpa-flash,torch-sdpa-cudnn --scopes layer --out $d/peers.json 2>&1 | tail -1 | tee -a $LOG
+      cut -d, -f1-3,9 $d/results_flash.csv | tee -a $LOG
+      tar -C $OUT -czf $OUT/$stage.tgz $(basename $d) && rm -rf $d
+      ;;
+    sanitizeflash)
+      sanitize 'Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/0:Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/7' flash
       ;;
     torch)
       PYTHONUNBUFFERED=1 timeout 300 $PY bench/peers/check_torch.py $B/longmix /tmp/check_torch 2>&1 | tee -a $LOG

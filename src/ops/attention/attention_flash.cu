@@ -31,8 +31,10 @@
 //   sweeps. The overlap variant is slower here (335.9): its extra registers (255) and copies.
 //
 // Rejected and not yet done: see the "Rejected" notes by the traits below and bench/NOTES.md.
+#include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <cfloat>
@@ -640,6 +642,194 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) flash_fwd_wgmma_
 #endif
 }
 
+// ---- v3: warp-specialised (FlashAttention-3's structure) ----------------------------------------------
+// One producer warpgroup (one thread issues TMA bulk tensor copies of Q and of each K and V tile into
+// a kStages ring of 128-byte-swizzled shared memory, each stage guarded by a "full" mbarrier the copy
+// completes and an "empty" one the consumers release), two consumer warpgroups of 64 query rows each
+// running the -ovl loop (next QKᵀ issued before this PV, softmax under PV). setmaxnreg moves the
+// registers: producer 24, consumers 240 (24·128 + 240·256 = 64512 = 168·384). kPingPong orders the two
+// consumers' matrix products with two named barriers (one's products issue while the other runs its
+// softmax), FlashAttention-3's inter-warpgroup overlap.
+template <int kHeadDim_, int kStages_, bool kPingPong_>
+struct WsTraits {
+  static constexpr int kHeadDim = kHeadDim_, kStages = kStages_;
+  static constexpr bool kPingPong = kPingPong_;
+  static constexpr int kConsumers = 2;
+  static constexpr int kBlockM = 64 * kConsumers, kBlockN = 128;
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+  static constexpr int kTileQ = kBlockM * kHeadDim * 2, kTileKV = kBlockN * kHeadDim * 2;
+  static constexpr int kBarBytes = 8 * (1 + 4 * kStages);
+  static constexpr int kSmemBytes = kTileQ + 2 * kStages * kTileKV + kBarBytes + 1024;  // + alignment slack
+  static_assert(kHeadDim == 64 || kHeadDim == 128, "one or two 64-column sub-tiles");
+};
+
+// The TMA descriptors of q, k, v: 3-D (H·d columns, L rows ld_in apart, B), boxes of 64 columns ×
+// 128 rows, 128-byte swizzle (the layout swz_sub describes), rows past L read as zeros.
+struct TmaMaps {
+  CUtensorMap q, k, v;
+};
+
+__device__ __forceinline__ void mbar_init(std::uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(std::uint32_t bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred P1;\nWAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+      "@P1 bra DONE;\nbra WAIT;\nDONE:\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, int c0, int c1,
+                                            int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+__device__ __forceinline__ void named_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void named_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+
+// kRows rows from row0 of head h, batch b: one box per 64-column sub-tile, all on one mbarrier.
+template <int kD, int kRows>
+__device__ __forceinline__ void tma_tile(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, int h, int row0,
+                                         int b) {
+#pragma unroll
+  for (int j = 0; j < kD / 64; ++j) tma_load_3d(dst + j * kRows * 128, map, bar, h * kD + j * 64, row0, b);
+}
+
+template <class Tr, typename T, bool kCausal>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
+    flash_fwd_ws_kernel(const __grid_constant__ TmaMaps maps, const KernelParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kD = Tr::kHeadDim, kBM = Tr::kBlockM, kBN = Tr::kBlockN, kS = Tr::kStages;
+  extern __shared__ unsigned char smem_raw[];
+  const std::uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;  // swizzle atoms 1024-aligned
+  const std::uint32_t sQ = base, sK0 = sQ + Tr::kTileQ, sV0 = sK0 + kS * Tr::kTileKV;
+  const std::uint32_t bars = sV0 + kS * Tr::kTileKV;
+  const std::uint32_t barQ = bars;
+  auto full_k = [&](int st) { return bars + 8 * (1 + st); };
+  auto full_v = [&](int st) { return bars + 8 * (1 + kS + st); };
+  // K and V stages are released separately: K(t) once S(t) is in, V(t) once PV(t) is, so with two
+  // stages K(t + 2) loads during iteration t and V(t + 2) during iteration t + 1.
+  auto empty_k = [&](int st) { return bars + 8 * (1 + 2 * kS + st); };
+  auto empty_v = [&](int st) { return bars + 8 * (1 + 3 * kS + st); };
+  auto sK = [&](int st) { return sK0 + st * Tr::kTileKV; };
+  auto sV = [&](int st) { return sV0 + st * Tr::kTileKV; };
+
+  const int tid = threadIdx.x, wg = tid / 128;
+  const BlockCoords c = block_coords<kD, kBM, kBN, kCausal>(p);
+  const int m0 = c.m0, n_blocks = c.n_blocks;
+  auto n0_of = [&](int t) { return (n_blocks - 1 - t) * kBN; };  // from the diagonal down
+
+  if (tid == 0) {
+    mbar_init(barQ, 1);
+    for (int st = 0; st < kS; ++st) {
+      mbar_init(full_k(st), 1);
+      mbar_init(full_v(st), 1);
+      mbar_init(empty_k(st), Tr::kConsumers * 128);
+      mbar_init(empty_v(st), Tr::kConsumers * 128);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {  // producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+    if (tid == 0) {
+      mbar_expect_tx(barQ, Tr::kTileQ);
+      tma_tile<kD, kBM>(sQ, &maps.q, barQ, c.h, m0, c.b);
+      for (int t = 0; t < n_blocks; ++t) {
+        const int st = t % kS, free_parity = ((t / kS) & 1) ^ 1;  // a fresh barrier passes parity 1
+        mbar_wait(empty_k(st), free_parity);
+        mbar_expect_tx(full_k(st), Tr::kTileKV);
+        tma_tile<kD, kBN>(sK(st), &maps.k, full_k(st), c.h, n0_of(t), c.b);
+        mbar_wait(empty_v(st), free_parity);
+        mbar_expect_tx(full_v(st), Tr::kTileKV);
+        tma_tile<kD, kBN>(sV(st), &maps.v, full_v(st), c.h, n0_of(t), c.b);
+      }
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+
+  const int cw = wg - 1, warp_in_wg = (tid / 32) % 4, lane = tid % 32, g = lane / 4;
+  const int L = p.L;
+  const int row_base = m0 + cw * 64 + warp_in_wg * 16;  // this warp's first row
+  const std::uint32_t sQ_wg = sQ + cw * 64 * 128;
+  // Ping-pong: consumer cw issues its products after bar.sync on barrier 1 + cw, then lets the
+  // other one go (bar.arrive on its barrier); consumer 1 opens with consumer 0's first turn and
+  // skips its last hand-over, so every barrier completes as often as it is waited on.
+  constexpr int kPP = 2 * 128;
+  auto turn_begin = [&]() {
+    if constexpr (Tr::kPingPong) named_sync(1 + cw, kPP);
+  };
+  auto turn_end = [&](bool last) {
+    if constexpr (Tr::kPingPong)
+      if (!(last && cw == 1)) named_arrive(1 + (cw ^ 1), kPP);
+  };
+  if constexpr (Tr::kPingPong)
+    if (cw == 1) named_arrive(1, kPP);
+
+  float o[kD / 2];
+#pragma unroll
+  for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
+  float row_m[2] = {-INFINITY, -INFINITY}, row_l[2] = {0.0f, 0.0f}, corr[2];
+  float s[64];
+  std::uint32_t pa[8][4];
+
+  mbar_wait(barQ, 0);
+  mbar_wait(full_k(0), 0);
+  turn_begin();
+  issue_qk<Tr, T>(s, sQ_wg, sK(0));
+  turn_end(false);
+  wgmma_wait<0>();
+  fence_regs(s);
+  mbar_arrive(empty_k(0));
+  softmax_tile<Tr, T, kCausal>(s, pa, row_m, row_l, corr, n0_of(0), row_base, L, m0, p.scale_log2);
+  for (int t = 0; t < n_blocks; ++t) {
+    const bool next = t + 1 < n_blocks;
+    const int st = t % kS, st1 = (t + 1) % kS;
+    if (next) mbar_wait(full_k(st1), ((t + 1) / kS) & 1);
+    mbar_wait(full_v(st), (t / kS) & 1);
+    turn_begin();
+    if (next) issue_qk<Tr, T>(s, sQ_wg, sK(st1));
+    issue_pv<Tr, T>(o, pa, sV(st));
+    turn_end(!next);
+    if (next) {
+      wgmma_wait<1>();  // S(t+1) is in; PV(t) may still run
+      fence_regs(s);
+      mbar_arrive(empty_k(st1));
+      std::uint32_t pn[8][4];
+      softmax_tile<Tr, T, kCausal>(s, pn, row_m, row_l, corr, n0_of(t + 1), row_base, L, m0, p.scale_log2);
+      wgmma_wait<0>();
+      fence_regs(o);
+      rescale<kD>(o, corr);
+#pragma unroll
+      for (int kk = 0; kk < 8; ++kk)  // volatile moves stay after the wait (see the -ovl kernel)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) asm volatile("mov.b32 %0, %1;\n" : "=r"(pa[kk][i]) : "r"(pn[kk][i]));
+    } else {
+      wgmma_wait<0>();
+      fence_regs(o);
+    }
+    mbar_arrive(empty_v(st));
+  }
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    store_row<T, kD>(p, c, row_base + g + r * 8, row_l[r], row_m[r], [&](int j, int e) { return o[j * 4 + 2 * r + e]; });
+#else
+  __trap();  // built without sm_90a: the host never selects this kernel (see wgmma_usable)
+#endif
+}
+
 // ---- launch ----------------------------------------------------------------------------------------
 // One launcher for both kernel families; dynamic shared memory is raised once per instantiation.
 template <class Tr, typename T, bool kCausal, bool kWgmma>
@@ -666,6 +856,59 @@ void dispatch(const KernelParams& kp, const AttentionParams& p, DType t, cudaStr
   } else {
     if (p.causal) launch<Tr, __nv_bfloat16, true, kWgmma>(kp, p, s);
     else launch<Tr, __nv_bfloat16, false, kWgmma>(kp, p, s);
+  }
+}
+
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q));
+    LONGMIX_REQUIRE(q == cudaDriverEntryPointSuccess && f != nullptr,
+                    "flash-own: the driver has no cuTensorMapEncodeTiled (CUDA 12.0 or newer is needed)");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+CUtensorMap make_tensor_map(const void* ptr, const AttentionParams& p, std::int64_t ld_in, DType t, int box_rows) {
+  CUtensorMap m;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(p.H * p.d), static_cast<cuuint64_t>(p.L), static_cast<cuuint64_t>(p.B)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld_in * 2), static_cast<cuuint64_t>(p.L * ld_in * 2)};
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t elem[3] = {1, 1, 1};
+  const CUresult r = tensor_map_encoder()(
+      &m, t == DType::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(ptr),
+      dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  LONGMIX_REQUIRE(r == CUDA_SUCCESS, "flash-own: cuTensorMapEncodeTiled failed (", static_cast<int>(r), ")");
+  return m;
+}
+
+template <class Tr, typename T, bool kCausal>
+void launch_ws(const TmaMaps& maps, const KernelParams& kp, const AttentionParams& p, cudaStream_t s) {
+  auto k = flash_fwd_ws_kernel<Tr, T, kCausal>;
+  static const bool configured = [&] {
+    CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+    return true;
+  }();
+  (void)configured;
+  const dim3 grid(static_cast<unsigned>((p.L + Tr::kBlockM - 1) / Tr::kBlockM), static_cast<unsigned>(p.B * p.H));
+  k<<<grid, Tr::kThreads, Tr::kSmemBytes, s>>>(maps, kp);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <class Tr>
+void dispatch_ws(const KernelParams& kp, const AttentionParams& p, const FlashOwnArgs& a, DType t, cudaStream_t s) {
+  const TmaMaps maps{make_tensor_map(a.q, p, a.ld_in, t, Tr::kBlockM), make_tensor_map(a.k, p, a.ld_in, t, Tr::kBlockN),
+                     make_tensor_map(a.v, p, a.ld_in, t, Tr::kBlockN)};
+  if (t == DType::kF16) {
+    if (p.causal) launch_ws<Tr, __half, true>(maps, kp, p, s);
+    else launch_ws<Tr, __half, false>(maps, kp, p, s);
+  } else {
+    if (p.causal) launch_ws<Tr, __nv_bfloat16, true>(maps, kp, p, s);
+    else launch_ws<Tr, __nv_bfloat16, false>(maps, kp, p, s);
   }
 }
 
@@ -700,6 +943,10 @@ using WgD64D = WgTraits<64, 1, false, 2>;
 // at the 168 registers that 384 threads leave.
 using WgD128A = WgTraits<128, 2, false>;
 using WgD128B = WgTraits<128, 2, true>;
+// "ws-128x128[-pp]": the warp-specialised kernel, 2 consumer warpgroups, -pp with the ping-pong.
+using WsD64 = WsTraits<64, 2, false>;
+using WsD64P = WsTraits<64, 2, true>;
+using WsD128P = WsTraits<128, 2, true>;
 
 }  // namespace
 
@@ -716,6 +963,8 @@ std::vector<std::string> flash_own_variants(const AttentionParams& p) {
   if (wgmma_usable()) {
     v = {"wgmma-128x128-ovl", "wgmma-128x128"};
     if (p.d == 64) v.insert(v.begin(), {"wgmma-64x128-ovl", "wgmma-64x128"});
+    v.insert(v.begin(), "ws-128x128-pp");
+    if (p.d == 64) v.insert(v.begin() + 1, "ws-128x128");
   }
   if (p.d == 64) for (const char* x : {"mma-128x64w4", "mma-128x128w8", "mma-128x64w8"}) v.push_back(x);
   else for (const char* x : {"mma-128x64w8", "mma-64x64w4"}) v.push_back(x);
@@ -735,6 +984,12 @@ void flash_own_forward(const AttentionParams& p, DType t, const FlashOwnArgs& a,
                   static_cast<char*>(a.o), a.lse, a.ld_in, a.ld_o, static_cast<int>(p.L), static_cast<int>(p.H),
                   p.softmax_scale() * 1.4426950408889634f};
   const std::string v = variant.empty() ? flash_own_variants(p).front() : variant;
+  if (v.rfind("ws-", 0) == 0) {
+    LONGMIX_REQUIRE(wgmma_usable(), "flash-own: variant ", v, " needs a compute capability 9.0 (Hopper) GPU");
+    if (p.d == 64 && v == "ws-128x128-pp") return dispatch_ws<WsD64P>(kp, p, a, t, s);
+    if (p.d == 64 && v == "ws-128x128") return dispatch_ws<WsD64>(kp, p, a, t, s);
+    if (p.d == 128 && v == "ws-128x128-pp") return dispatch_ws<WsD128P>(kp, p, a, t, s);
+  }
   if (v.rfind("wgmma", 0) == 0) {
     LONGMIX_REQUIRE(wgmma_usable(), "flash-own: variant ", v, " needs a compute capability 9.0 (Hopper) GPU");
     if (p.d == 64 && v == "wgmma-128x128") return dispatch<WgD64A, true>(kp, p, t, s);

@@ -21,6 +21,7 @@
 #   flashquick  the flash-own tests and the d = 64 variant benchmark
 #   hyenatests  the Hyena GPU tests only (8 shards)
 #   flash1024  flash-own and flash-cudnn at D = 1024, 4k..128k, with PyTorch's attention layers
+#   fusedquick  hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
 #   sanitizeflash  memcheck/racecheck on two flash-own shapes (every variant)
 #   glue     flash-cudnn layer scope at D = 1024 (H = 16) 4k..128k with PyTorch's cuDNN and FA2
 #            layers in the same call; flash-cudnn core scope at 128k, D = 256 (the memory row)
@@ -163,6 +164,10 @@ for stage in "$@"; do
         --impls torch-sdpa-flash,torch-sdpa-cudnn --scopes layer --out $d/peers.json 2>&1 | tail -1 | tee -a $LOG
       cut -d, -f1-3,9 $d/results_flash.csv | tee -a $LOG
       tar -C $OUT -czf $OUT/$stage.tgz $(basename $d) && rm -rf $d
+      ;;
+    fusedquick)  # hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
+      timeout 120 $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths 4k,128k,1M --out /tmp/fq --quiet 2>&1 | tail -1 | tee -a $LOG
+      cut -d, -f1-3,9,22,23 /tmp/fq/results_hyena.csv | tee -a $LOG
       ;;
     sanitizeflash)
       sanitize 'Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/0:Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/7' flash

@@ -22,7 +22,6 @@ using fused::PassParams;
 constexpr int kFM = 64;       // widest filter MLP supported (F ≤ 64)
 constexpr int kMaxE = 8;      // widest positional embedding supported
 constexpr int kMaxMid = 12;   // inner MLP layers held in shared memory at once
-constexpr int kKpad = 8;      // out_proj's K padding: one row of ones (bias) + zeros
 constexpr std::int64_t kMinFft = 4096, kMaxFft = 1ll << 22;
 
 // Filter MLP, every layer but the last (SPEC §3 step 4): act (L, F) = Sin(… Sin(Linear(z_pos))).
@@ -98,21 +97,6 @@ __global__ void transpose16_kernel(const unsigned short* __restrict__ in, unsign
   }
 }
 
-// Rows D .. D+kKpad-1 of each batch of yg (B, D + kKpad, L): ones (out_proj's bias row), zeros.
-__global__ void bias_rows_kernel(unsigned short* __restrict__ yg, std::int64_t D, std::int64_t L, std::int64_t B,
-                                 unsigned short one) {
-  const std::int64_t n = B * kKpad * L;
-  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t b = i / (kKpad * L), rem = i - b * kKpad * L, r = rem / L, t = rem - r * L;
-    yg[(b * (D + kKpad) + D + r) * L + t] = r == 0 ? one : 0;
-  }
-}
-
-unsigned grid1d(std::int64_t n) {
-  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((n + 255) / 256, 132 * 16)));
-}
-
 std::int64_t fft_size_for(std::int64_t L) {
   std::int64_t n = kMinFft;
   while (n < 2 * L) n *= 2;
@@ -173,7 +157,7 @@ std::string hyena_fused_unsupported(const HyenaConfig& cfg, std::int64_t L, DTyp
 
 struct HyenaFusedPlan::Impl {
   HyenaConfig cfg;
-  std::int64_t B = 0, L = 0, N = 0, D = 0, C = 0, Dh = 0, Kp = 0;
+  std::int64_t B = 0, L = 0, N = 0, D = 0, C = 0, Dh = 0;
   int N1 = 0, N2 = 0, F = 0;
   DType t = DType::kF16;
   bool cached = false;
@@ -181,7 +165,7 @@ struct HyenaFusedPlan::Impl {
   CudaContext ctx;
   std::size_t ssz = 4;  // bytes of one stored complex value
   // Weights: projections in dtype t, the rest fp32.
-  Buffer<char> w_in, w_out_aug, b_in, sw, sb, fbias, pz, pt, deltas, mlp_packed, w_last;
+  Buffer<char> w_in, w_out, b_out, b_in, sw, sb, fbias, pz, pt, deltas, mlp_packed, w_last;
   int packed_n = 0;
   // The arena: R0 = max(act + h, zT + Ts), R1 = max(Tf, yg) (yg only when cached), R2 = prev.
   Buffer<char> arena, tf_cached;
@@ -255,16 +239,20 @@ struct HyenaFusedPlan::Impl {
                                                             static_cast<unsigned short*>(zT), L, C);
       CUDA_CHECK_LAUNCH();
     } else {
-      // Column-major zT (L, C) per batch = uᵀ (L, D) · W_inᵀ: row-major (C, L), channel-major.
-      const float one = 1.0f, zero = 0.0f;
-      CUBLAS_CHECK(cublasGemmStridedBatchedEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(L), int(C), int(D), &one, in,
-                                              cuda_dtype(t), int(D), L * D, w_in.data(), cuda_dtype(t), int(D), 0,
-                                              &zero, zT, cuda_dtype(t), int(L), C * L, int(B), CUBLAS_COMPUTE_32F,
-                                              CUBLAS_GEMM_DEFAULT));
+      // Column-major zT (L, C) per batch = u_b (L, D) · W_inᵀ: row-major (C, L), channel-major
+      // (cuBLASLt; in_proj's bias is added by the first column pass).
+      const std::size_t es = dtype_size(t);
+      for (std::int64_t b = 0; b < B; ++b) {
+        GemmArgs g;
+        g.ta = true; g.m = L; g.n = C; g.k = D;
+        g.A = static_cast<const char*>(in) + b * L * D * es; g.lda = D;
+        g.B = w_in.data(); g.ldb = D;
+        g.D = static_cast<char*>(zT) + b * C * L * es; g.ldd = L;
+        gemm_cuda(t, g, ctx);
+      }
     }
     const int order = cfg.order;
-    void* yg = R1();  // the final gated output (B, rows, L)
-    const std::int64_t rows = core ? D : Kp;
+    void* yg = R1();  // the final gated output (B, D, L)
     for (int o = 0; o < order - 1; ++o) {
       PassParams P = base_params();
       P.zT = zT;
@@ -281,7 +269,7 @@ struct HyenaFusedPlan::Impl {
       const bool last = o == order - 2;
       P.dst = last ? fused::kDstFinal : fused::kDstPrev;
       P.out = last ? yg : static_cast<void*>(R2());
-      P.out_rows = last ? rows : D;
+      P.out_rows = D;
       col(false, P, B * D / 2);
     }
     if (core) {
@@ -290,15 +278,18 @@ struct HyenaFusedPlan::Impl {
                                                             static_cast<unsigned short*>(out), D, L);
       CUDA_CHECK_LAUNCH();
     } else {
-      const unsigned short one = t == DType::kBF16 ? 0x3F80 : 0x3C00;
-      bias_rows_kernel<<<grid1d(B * kKpad * L), 256, 0, ctx.stream>>>(static_cast<unsigned short*>(yg), D, L, B, one);
-      CUDA_CHECK_LAUNCH();
-      // Column-major y (D, L) per batch = W_out_aug (D, Kp) · yg (Kp, L): row-major y (L, D).
-      const float one_f = 1.0f, zero = 0.0f;
-      CUBLAS_CHECK(cublasGemmStridedBatchedEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_T, int(D), int(L), int(Kp), &one_f,
-                                              w_out_aug.data(), cuda_dtype(t), int(Kp), 0, yg, cuda_dtype(t), int(L),
-                                              Kp * L, &zero, out, cuda_dtype(t), int(D), L * D, int(B),
-                                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      // Column-major y (D, L) per batch = W_out (D, D) · yg_b (D, L), out_proj's bias in the epilogue:
+      // row-major y (L, D).
+      const std::size_t es = dtype_size(t);
+      for (std::int64_t b = 0; b < B; ++b) {
+        GemmArgs g;
+        g.ta = true; g.tb = true; g.m = D; g.n = L; g.k = D;
+        g.A = w_out.data(); g.lda = D;
+        g.B = static_cast<const char*>(yg) + b * D * L * es; g.ldb = L;
+        g.D = static_cast<char*>(out) + b * L * D * es; g.ldd = D;
+        g.bias = b_out.data();
+        gemm_cuda(t, g, ctx);
+      }
     }
   }
 
@@ -339,7 +330,6 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   m.D = w.cfg.D;
   m.C = w.cfg.C();
   m.Dh = w.cfg.Dh();
-  m.Kp = m.D + kKpad;
   m.F = w.cfg.filter_order;
   m.t = t;
   m.cached = cache_filter;
@@ -355,14 +345,8 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
 
   // Weights.
   m.w_in = upload_as(a, w.in_proj_weight, t, s);
-  {
-    std::vector<float> aug(static_cast<std::size_t>(D * m.Kp), 0.0f);  // (D, Kp): [W_out | b_out | 0]
-    for (std::int64_t e = 0; e < D; ++e) {
-      for (std::int64_t c = 0; c < D; ++c) aug[e * m.Kp + c] = w.out_proj_weight[e * D + c];
-      aug[e * m.Kp + D] = w.out_proj_bias[e];
-    }
-    m.w_out_aug = upload_as(a, aug, t, s);
-  }
+  m.w_out = upload_as(a, w.out_proj_weight, t, s);
+  m.b_out = upload_as(a, w.out_proj_bias, t, s);  // in the storage dtype, as PyTorch's half module holds it
   m.b_in = upload_as(a, w.in_proj_bias, DType::kF32, s);
   m.sw = upload_as(a, w.short_filter_weight, DType::kF32, s);
   m.sb = upload_as(a, w.short_filter_bias, DType::kF32, s);
@@ -402,7 +386,7 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   const std::size_t act = align256(static_cast<std::size_t>(L * F) * 4);
   const std::size_t h = align256(static_cast<std::size_t>(m.Dh * L) * 4);
   const std::size_t tf = align256(static_cast<std::size_t>((m.Dh / 2) * m.N) * m.ssz);
-  const std::size_t yg = align256(static_cast<std::size_t>(B * m.Kp * L) * es);
+  const std::size_t yg = align256(static_cast<std::size_t>(B * D * L) * es);
   const std::size_t prev = w.cfg.order > 2 ? align256(static_cast<std::size_t>(B * D * L) * 4) : 0;
   m.zt_bytes = zt;
   m.act_bytes = act;

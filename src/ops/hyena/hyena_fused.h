@@ -5,9 +5,9 @@
 // regions are reused by lifetime, and the whole forward replayed as one CUDA graph.
 //
 // Forward (B, L, D) → (B, L, D), order 2, per call:
-//   in_proj (cuBLAS, output channel-major zT (B, C, L)) · filter hidden layers (one kernel) ·
+//   in_proj (cuBLASLt, output channel-major zT (B, C, L)) · filter hidden layers (one kernel) ·
 //   filter last layer (cuBLAS TF32, h (Dh, L)) · pass A on the filter · pass A on the signal ·
-//   pass B · pass A⁻¹ (× x0) · out_proj (cuBLAS; its bias folded in as an extra K row of ones).
+//   pass B · pass A⁻¹ (× x0) · out_proj (cuBLASLt, its bias in the epilogue).
 //
 // Versions (H200, D = 256, fp16, B = 1, 128k; bench/NOTES.md has the floors and the profiles;
 // the PyTorch reference takes 4.31 ms, the byte floor of this design is 0.42 ms)
@@ -17,6 +17,8 @@
 //       MLP: 1.99 ms (column passes instruction-bound: ~250 instructions per element).
 //   v3: 32-bit indices, K = 3 short-conv path, twiddles by recurrence: 1.74 ms.
 //   v3b: 16 elements per thread for column FFTs of 1024/2048: 1M 28.0 → 15.2 ms. Landed.
+//   v3c: both projections through cuBLASLt (gemm_cuda; out_proj's bias in the epilogue instead
+//       of an extra K row of ones and a kernel writing it).
 #pragma once
 #include <memory>
 #include <string>

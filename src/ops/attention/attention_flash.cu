@@ -131,6 +131,21 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
+// 2^x on the FMA pipe instead of the special-function unit (FlashAttention-4's trick for a
+// MUFU-bound softmax): x = n + f with n = round(x) (the 1.5·2^23 shifter) and f in [-0.5, 0.5],
+// 2^f by a degree-3 minimax polynomial (relative error 7.5e-5, below fp16's half ulp 4.9e-4),
+// 2^n added to the exponent bits. x is clamped at -125 (2^-125 becomes 0 in fp16 and bf16's P,
+// and is negligible in the fp32 row sum), so masked scores (-inf) stay finite and non-negative.
+__device__ __forceinline__ float poly_exp2(float x) {
+  x = fmaxf(x, -125.0f);
+  const float r = x + 12582912.0f;  // n in the low mantissa bits
+  const float f = x - (r - 12582912.0f);
+  float q = fmaf(0.055171669f, f, 0.24261112f);
+  q = fmaf(q, f, 0.69326099f);
+  q = fmaf(q, f, 0.99992807f);
+  return __int_as_float(__float_as_int(q) + (__float_as_int(r) << 23));
+}
+
 template <typename T>
 __device__ __forceinline__ std::uint32_t pack2(float a, float b);
 template <>
@@ -463,7 +478,7 @@ __device__ __forceinline__ void issue_pv(float (&o)[Tr::kHeadDim / 2], const std
 // the O correction of each of the thread's two rows and leaves P (16-bit, A layout) in pa. S is
 // only read: writing the accumulator registers of a wgmma while another is in flight would make
 // ptxas serialise every wgmma of the kernel (its warning C7513).
-template <class Tr, typename T, bool kMask, bool kCausal>
+template <class Tr, typename T, bool kMask, bool kCausal, int kPolyEvery = 0>
 __device__ __forceinline__ void softmax_tile_impl(const float (&s)[64], std::uint32_t (&pa)[8][4], float (&row_m)[2],
                                                   float (&row_l)[2], float (&corr)[2], int n0, int row_base, int L,
                                                   float scale_log2) {
@@ -495,7 +510,10 @@ __device__ __forceinline__ void softmax_tile_impl(const float (&s)[64], std::uin
     float e[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      e[i] = fast_exp2(fmaf(val(j, i), scale_log2, -m_use[i / 2]));
+      const float x = fmaf(val(j, i), scale_log2, -m_use[i / 2]);
+      // Every kPolyEvery-th n8 column group on the FMA pipe (0: none).
+      if constexpr (kPolyEvery > 0) e[i] = j % kPolyEvery == kPolyEvery - 1 ? poly_exp2(x) : fast_exp2(x);
+      else e[i] = fast_exp2(x);
       sum[i / 2] += e[i];
     }
     pa[j / 2][(j & 1) * 2 + 0] = pack2<T>(e[0], e[1]);
@@ -505,14 +523,14 @@ __device__ __forceinline__ void softmax_tile_impl(const float (&s)[64], std::uin
   row_l[1] = row_l[1] * corr[1] + sum[1];
 }
 
-template <class Tr, typename T, bool kCausal>
+template <class Tr, typename T, bool kCausal, int kPolyEvery = 0>
 __device__ __forceinline__ void softmax_tile(const float (&s)[64], std::uint32_t (&pa)[8][4], float (&row_m)[2],
                                              float (&row_l)[2], float (&corr)[2], int n0, int row_base, int L,
                                              int m0, float scale_log2) {
   if (n0 + Tr::kBlockN > L || (kCausal && n0 + Tr::kBlockN - 1 > m0))
-    softmax_tile_impl<Tr, T, true, kCausal>(s, pa, row_m, row_l, corr, n0, row_base, L, scale_log2);
+    softmax_tile_impl<Tr, T, true, kCausal, kPolyEvery>(s, pa, row_m, row_l, corr, n0, row_base, L, scale_log2);
   else
-    softmax_tile_impl<Tr, T, false, kCausal>(s, pa, row_m, row_l, corr, n0, row_base, L, scale_log2);
+    softmax_tile_impl<Tr, T, false, kCausal, kPolyEvery>(s, pa, row_m, row_l, corr, n0, row_base, L, scale_log2);
 }
 
 template <int kD>
@@ -650,10 +668,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) flash_fwd_wgmma_
 // registers: producer 24, consumers 240 (24·128 + 240·256 = 64512 = 168·384). kPingPong orders the two
 // consumers' matrix products with two named barriers (one's products issue while the other runs its
 // softmax), FlashAttention-3's inter-warpgroup overlap.
-template <int kHeadDim_, int kStages_, bool kPingPong_>
+template <int kHeadDim_, int kStages_, bool kPingPong_, int kPolyEvery_ = 0>
 struct WsTraits {
   static constexpr int kHeadDim = kHeadDim_, kStages = kStages_;
   static constexpr bool kPingPong = kPingPong_;
+  static constexpr int kPolyEvery = kPolyEvery_;  // every kPolyEvery-th column group's exp2 on the FMA pipe
   static constexpr int kConsumers = 2;
   static constexpr int kBlockM = 64 * kConsumers, kBlockN = 128;
   static constexpr int kThreads = 128 * (kConsumers + 1);
@@ -792,7 +811,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   wgmma_wait<0>();
   fence_regs(s);
   mbar_arrive(empty_k(0));
-  softmax_tile<Tr, T, kCausal>(s, pa, row_m, row_l, corr, n0_of(0), row_base, L, m0, p.scale_log2);
+  softmax_tile<Tr, T, kCausal, Tr::kPolyEvery>(s, pa, row_m, row_l, corr, n0_of(0), row_base, L, m0, p.scale_log2);
   for (int t = 0; t < n_blocks; ++t) {
     const bool next = t + 1 < n_blocks;
     const int st = t % kS, st1 = (t + 1) % kS;
@@ -807,7 +826,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       fence_regs(s);
       mbar_arrive(empty_k(st1));
       std::uint32_t pn[8][4];
-      softmax_tile<Tr, T, kCausal>(s, pn, row_m, row_l, corr, n0_of(t + 1), row_base, L, m0, p.scale_log2);
+      softmax_tile<Tr, T, kCausal, Tr::kPolyEvery>(s, pn, row_m, row_l, corr, n0_of(t + 1), row_base, L, m0, p.scale_log2);
       wgmma_wait<0>();
       fence_regs(o);
       rescale<kD>(o, corr);
@@ -947,6 +966,9 @@ using WgD128B = WgTraits<128, 2, true>;
 using WsD64 = WsTraits<64, 2, false>;
 using WsD64P = WsTraits<64, 2, true>;
 using WsD128P = WsTraits<128, 2, true>;
+// "-e4" / "-e2": every 4th / 2nd column group's exp2 by polynomial on the FMA pipe.
+using WsD64PE4 = WsTraits<64, 2, true, 4>;
+using WsD64PE2 = WsTraits<64, 2, true, 2>;
 
 }  // namespace
 
@@ -964,7 +986,7 @@ std::vector<std::string> flash_own_variants(const AttentionParams& p) {
     v = {"wgmma-128x128-ovl", "wgmma-128x128"};
     if (p.d == 64) v.insert(v.begin(), {"wgmma-64x128-ovl", "wgmma-64x128"});
     v.insert(v.begin(), "ws-128x128-pp");
-    if (p.d == 64) v.insert(v.begin() + 1, "ws-128x128");
+    if (p.d == 64) v.insert(v.begin() + 1, {"ws-128x128-pp-e4", "ws-128x128-pp-e2", "ws-128x128"});
   }
   if (p.d == 64) for (const char* x : {"mma-128x64w4", "mma-128x128w8", "mma-128x64w8"}) v.push_back(x);
   else for (const char* x : {"mma-128x64w8", "mma-64x64w4"}) v.push_back(x);
@@ -988,6 +1010,8 @@ void flash_own_forward(const AttentionParams& p, DType t, const FlashOwnArgs& a,
     LONGMIX_REQUIRE(wgmma_usable(), "flash-own: variant ", v, " needs a compute capability 9.0 (Hopper) GPU");
     if (p.d == 64 && v == "ws-128x128-pp") return dispatch_ws<WsD64P>(kp, p, a, t, s);
     if (p.d == 64 && v == "ws-128x128") return dispatch_ws<WsD64>(kp, p, a, t, s);
+    if (p.d == 64 && v == "ws-128x128-pp-e4") return dispatch_ws<WsD64PE4>(kp, p, a, t, s);
+    if (p.d == 64 && v == "ws-128x128-pp-e2") return dispatch_ws<WsD64PE2>(kp, p, a, t, s);
     if (p.d == 128 && v == "ws-128x128-pp") return dispatch_ws<WsD128P>(kp, p, a, t, s);
   }
   if (v.rfind("wgmma", 0) == 0) {

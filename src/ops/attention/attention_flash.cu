@@ -29,6 +29,13 @@
 //   TFLOP/s at 128k, H = 4 (cuDNN 443.3: 1.25× its time), 355.4 at H = 16; 4k 0.053 ms (cuDNN
 //   0.050). The tuner (flash_own_tune) picked it at every length of the D = 256 and D = 1024
 //   sweeps. The overlap variant is slower here (335.9): its extra registers (255) and copies.
+// v3 "ws-128x128[-pp][-e4|-e2]" (warp-specialised, FlashAttention-3's structure): a producer
+//   warpgroup issues TMA tensor copies of Q and each K/V tile into a 2-stage mbarrier ring (K and V
+//   released separately), setmaxnreg gives the two consumer warpgroups 240 registers, and -pp hands
+//   the "issue your wgmmas" turn between them on named barriers, so one's softmax runs under the
+//   other's products. d = 64, same call as cuDNN: 424.7 TFLOP/s at 128k, H = 4 (cuDNN 435.4:
+//   1.025× its time), 407.0 at 16k (cuDNN 358.8: 0.88×); without -pp 382.4. -e4/-e2 compute every
+//   4th / 2nd column group's exp2 with a polynomial on the FMA pipe instead of MUFU.
 //
 // Rejected and not yet done: see the "Rejected" notes by the traits below and bench/NOTES.md.
 #include <cuda.h>

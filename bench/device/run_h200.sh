@@ -20,7 +20,6 @@
 #   sanitizehc  memcheck/racecheck on two hyena-cuda cases (order 2 and 3, L = 77)
 #   flashquick  the flash-own tests and the d = 64 variant benchmark
 #   hyenatests  the Hyena GPU tests only (8 shards)
-#   flash1024  flash-own and flash-cudnn at D = 1024, 4k..128k, with PyTorch's attention layers
 #   fusedquick  hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
 #   sanitizeflash  memcheck/racecheck on two flash-own shapes (every variant)
 #   glue     flash-cudnn layer scope at D = 1024 (H = 16) 4k..128k with PyTorch's cuDNN and FA2
@@ -157,18 +156,6 @@ for stage in "$@"; do
       cat $OUT/shard*.txt > $OUT/gpu_test_hyena.log && rm -f $OUT/shard*.txt
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_hyena.log | sort | uniq -c | tee -a $LOG
       ;;
-    flash1024)  # flash-own and flash-cudnn, layer scope, D = 1024 (H = 16), 4k..128k, PyTorch's layers same call
-      d=$OUT/flash1024
-      timeout 250 $B/longmix sweep --ops flash --impls flash-own,flash-cudnn --lengths 4k..128k --heads 16 --out $d --quiet 2>&1 | tail -1 | tee -a $LOG
-      PYTHONUNBUFFERED=1 timeout 150 $PY bench/peers/peers.py --lengths 4k,8k,16k,32k,64k,128k --heads 16 \
-        --impls torch-sdpa-flash,torch-sdpa-cudnn --scopes layer --out $d/peers.json 2>&1 | tail -1 | tee -a $LOG
-      cut -d, -f1-3,9 $d/results_flash.csv | tee -a $LOG
-      tar -C $OUT -czf $OUT/$stage.tgz $(basename $d) && rm -rf $d
-      ;;
-    fusedquick)  # hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
-      timeout 120 $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths 4k,128k,1M --out /tmp/fq --quiet 2>&1 | tail -1 | tee -a $LOG
-      cut -d, -f1-3,9,22,23 /tmp/fq/results_hyena.csv | tee -a $LOG
-      ;;
     sanitizeflash)
       sanitize 'Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/0:Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/7' flash
       ;;
@@ -185,9 +172,9 @@ for stage in "$@"; do
         cut -d, -f1-3,8,9,22 /tmp/iso_${f%%:*}/results_flash.csv /tmp/iso_${f%%:*}/results_hyena.csv | tee -a $LOG
       done
       ;;
-    flash1024)  # flash-own and flash-cudnn at D = 1024 (H = 16), 4k..1M, with the attention peers
+    flash1024)  # flash-own and flash-cudnn at D = 1024 (H = 16), 4k..1M (or $FLASH1024_L), with the attention peers
       d=$OUT/d1024f
-      timeout 420 $B/longmix sweep --ops flash --lengths 4k..1M --heads 16 --out $d --quiet 2>&1 | tail -2 | tee -a $LOG
+      timeout 420 $B/longmix sweep --ops flash --lengths ${FLASH1024_L:-4k..1M} --heads 16 --out $d --quiet 2>&1 | tail -2 | tee -a $LOG
       PYTHONUNBUFFERED=1 timeout 120 $PY bench/peers/peers.py --lengths 4k,8k,16k,32k,64k,128k --heads 16 \
         --impls torch-sdpa-flash,torch-sdpa-cudnn --scopes layer --out $d/peers.json 2>&1 | tail -1 | tee -a $LOG
       cut -d, -f1-3,9,22 $d/results_flash.csv | tee -a $LOG

@@ -44,6 +44,16 @@ sanitize() {
     echo "compute-sanitizer $tool ($name) rc=$? $(tail -1 $OUT/sanitizer_${name}_$tool.log)" | tee -a $LOG
   done
 }
+# The Hyena GPU tests (both impls) in 8 shards, log $OUT/gpu_test_hyena.log.
+hyena_tests() {
+  for i in $(seq 0 7); do
+    GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 300 $B/gpu_test --gtest_filter='Ragged/GpuHyena.*' \
+      > $OUT/shard$i.txt 2>&1 &
+  done
+  wait
+  cat $OUT/shard*.txt > $OUT/gpu_test_hyena.log && rm -f $OUT/shard*.txt
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_hyena.log | sort | uniq -c | tee -a $LOG
+}
 for stage in "$@"; do
   echo "=== stage $stage $(date -u +%T)" | tee -a $LOG
   case $stage in
@@ -106,13 +116,7 @@ for stage in "$@"; do
       done
       ;;
     hyenacuda)
-      for i in $(seq 0 7); do
-        GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 300 $B/gpu_test --gtest_filter='Ragged/GpuHyena.*' \
-          > $OUT/shard$i.txt 2>&1 &
-      done
-      wait
-      cat $OUT/shard*.txt > $OUT/gpu_test_hyena.log && rm -f $OUT/shard*.txt
-      grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_hyena.log | sort | uniq -c | tee -a $LOG
+      hyena_tests
       grep -E "^hyena-cuda " $OUT/gpu_test_hyena.log | head -20 | tee -a $LOG
       grep -B3 -A3 "Failure" $OUT/gpu_test_hyena.log | head -30 | tee -a $LOG
       sanitize 'Ragged/GpuHyena.MatchesFloat64Reference/16:Ragged/GpuHyena.MatchesFloat64Reference/28' hyenacuda
@@ -148,13 +152,7 @@ for stage in "$@"; do
       timeout 200 $B/bench_flash_own 4096,16384,32768,131072 fp16 d64 2>&1 | tee $OUT/bench_flash_own.txt | tee -a $LOG
       ;;
     hyenatests)  # the Hyena GPU tests alone (both impls), 8 shards
-      for i in $(seq 0 7); do
-        GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i timeout 300 $B/gpu_test --gtest_filter='Ragged/GpuHyena.*' \
-          > $OUT/shard$i.txt 2>&1 &
-      done
-      wait
-      cat $OUT/shard*.txt > $OUT/gpu_test_hyena.log && rm -f $OUT/shard*.txt
-      grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_hyena.log | sort | uniq -c | tee -a $LOG
+      hyena_tests
       ;;
     sanitizeflash)
       sanitize 'Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/0:Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/7' flash

@@ -49,6 +49,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 
 #include "common/cuda_check.h"
 #include "ops/attention/attention_flash.h"
@@ -857,32 +858,40 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 }
 
 // ---- launch ----------------------------------------------------------------------------------------
-// One launcher for both kernel families; dynamic shared memory is raised once per instantiation.
-template <class Tr, typename T, bool kCausal, bool kWgmma>
-void launch(const KernelParams& kp, const AttentionParams& p, cudaStream_t s) {
-  void (*k)(const KernelParams);
-  if constexpr (kWgmma) k = flash_fwd_wgmma_kernel<Tr, T, kCausal>;
-  else k = flash_fwd_mma_kernel<Tr, T, kCausal>;
-  static const bool configured = [&] {
-    CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+// One launcher for every kernel: dynamic shared memory is raised once per kernel, one CTA per
+// (query block, b·h).
+template <auto kKernel, class Tr, class... Args>
+void launch_grid(const AttentionParams& p, cudaStream_t s, const Args&... args) {
+  static const bool configured = [] {
+    CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
     return true;
   }();
   (void)configured;
   const dim3 grid(static_cast<unsigned>((p.L + Tr::kBlockM - 1) / Tr::kBlockM), static_cast<unsigned>(p.B * p.H));
-  k<<<grid, Tr::kThreads, Tr::kSmemBytes, s>>>(kp);
+  kKernel<<<grid, Tr::kThreads, Tr::kSmemBytes, s>>>(args...);
   CUDA_CHECK_LAUNCH();
 }
 
-// Runtime dtype and causality to template constants.
+// Runtime dtype and causality to template constants: f(T{}, std::bool_constant<causal>{}).
+template <class F>
+void with_types(DType t, bool causal, F&& f) {
+  if (t == DType::kF16) {
+    if (causal) f(__half{}, std::true_type{});
+    else f(__half{}, std::false_type{});
+  } else {
+    if (causal) f(__nv_bfloat16{}, std::true_type{});
+    else f(__nv_bfloat16{}, std::false_type{});
+  }
+}
+
 template <class Tr, bool kWgmma>
 void dispatch(const KernelParams& kp, const AttentionParams& p, DType t, cudaStream_t s) {
-  if (t == DType::kF16) {
-    if (p.causal) launch<Tr, __half, true, kWgmma>(kp, p, s);
-    else launch<Tr, __half, false, kWgmma>(kp, p, s);
-  } else {
-    if (p.causal) launch<Tr, __nv_bfloat16, true, kWgmma>(kp, p, s);
-    else launch<Tr, __nv_bfloat16, false, kWgmma>(kp, p, s);
-  }
+  with_types(t, p.causal, [&](auto x, auto causal) {
+    using T = decltype(x);
+    constexpr bool kCausal = decltype(causal)::value;
+    if constexpr (kWgmma) launch_grid<flash_fwd_wgmma_kernel<Tr, T, kCausal>, Tr>(p, s, kp);
+    else launch_grid<flash_fwd_mma_kernel<Tr, T, kCausal>, Tr>(p, s, kp);
+  });
 }
 
 // cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda).
@@ -912,30 +921,13 @@ CUtensorMap make_tensor_map(const void* ptr, const AttentionParams& p, std::int6
   return m;
 }
 
-template <class Tr, typename T, bool kCausal>
-void launch_ws(const TmaMaps& maps, const KernelParams& kp, const AttentionParams& p, cudaStream_t s) {
-  auto k = flash_fwd_ws_kernel<Tr, T, kCausal>;
-  static const bool configured = [&] {
-    CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
-    return true;
-  }();
-  (void)configured;
-  const dim3 grid(static_cast<unsigned>((p.L + Tr::kBlockM - 1) / Tr::kBlockM), static_cast<unsigned>(p.B * p.H));
-  k<<<grid, Tr::kThreads, Tr::kSmemBytes, s>>>(maps, kp);
-  CUDA_CHECK_LAUNCH();
-}
-
 template <class Tr>
 void dispatch_ws(const KernelParams& kp, const AttentionParams& p, const FlashOwnArgs& a, DType t, cudaStream_t s) {
   const TmaMaps maps{make_tensor_map(a.q, p, a.ld_in, t, Tr::kBlockM), make_tensor_map(a.k, p, a.ld_in, t, Tr::kBlockN),
                      make_tensor_map(a.v, p, a.ld_in, t, Tr::kBlockN)};
-  if (t == DType::kF16) {
-    if (p.causal) launch_ws<Tr, __half, true>(maps, kp, p, s);
-    else launch_ws<Tr, __half, false>(maps, kp, p, s);
-  } else {
-    if (p.causal) launch_ws<Tr, __nv_bfloat16, true>(maps, kp, p, s);
-    else launch_ws<Tr, __nv_bfloat16, false>(maps, kp, p, s);
-  }
+  with_types(t, p.causal, [&](auto x, auto causal) {
+    launch_grid<flash_fwd_ws_kernel<Tr, decltype(x), decltype(causal)::value>, Tr>(p, s, maps, kp);
+  });
 }
 
 // The wgmma kernels exist as sm_90a machine code only: usable on compute capability 9.0.

@@ -35,7 +35,11 @@
 //   the "issue your wgmmas" turn between them on named barriers, so one's softmax runs under the
 //   other's products. d = 64, same call as cuDNN: 424.7 TFLOP/s at 128k, H = 4 (cuDNN 435.4:
 //   1.025× its time), 407.0 at 16k (cuDNN 358.8: 0.88×); without -pp 382.4. -e4/-e2 compute every
-//   4th / 2nd column group's exp2 with a polynomial on the FMA pipe instead of MUFU.
+//   4th / 2nd column group's exp2 with a polynomial on the FMA pipe instead of MUFU: -e4 within
+//   ±1.5% of -pp (the tuner picks either), -e2 14–20% slower (the softmax is short of issue
+//   slots, not only of MUFU). Layer sweep: flash-own / flash-cudnn 0.88 at 16k, 1.04 at 128k,
+//   0.89 at 1M (D = 256); 1.01–1.06 at 4k–128k (D = 1024). Three consumer warpgroups (192 rows,
+//   160 registers) rejected: the in-place softmax they need makes ptxas serialise the wgmmas.
 //
 // Rejected and not yet done: see the "Rejected" notes by the traits below and bench/NOTES.md.
 #include <cuda.h>

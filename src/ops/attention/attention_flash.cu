@@ -556,6 +556,21 @@ __device__ __forceinline__ void rescale(float (&o)[kD / 2], const float (&corr)[
   }
 }
 
+// The end of an overlapped iteration: wait for PV(t), rescale O by the next tile's correction and
+// make the next tile's P (pn) current. The moves are volatile so they stay after the wait: a
+// plain copy was placed while PV still read pa, and ptxas then serialised every wgmma (C7513).
+template <int kD>
+__device__ __forceinline__ void finish_pv_take_p(float (&o)[kD / 2], std::uint32_t (&pa)[8][4],
+                                                 const std::uint32_t (&pn)[8][4], const float (&corr)[2]) {
+  wgmma_wait<0>();
+  fence_regs(o);
+  rescale<kD>(o, corr);
+#pragma unroll
+  for (int kk = 0; kk < 8; ++kk)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("mov.b32 %0, %1;\n" : "=r"(pa[kk][i]) : "r"(pn[kk][i]));
+}
+
 template <class Tr, typename T, bool kCausal>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) flash_fwd_wgmma_kernel(const KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -646,13 +661,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) flash_fwd_wgmma_
         fence_regs(s);
         std::uint32_t pn[8][4];
         softmax_tile<Tr, T, kCausal>(s, pn, row_m, row_l, corr, n0_of(t + 1), row_base, L, m0, p.scale_log2);
-        wgmma_wait<0>();
-        fence_regs(o);
-        rescale<kD>(o, corr);
-#pragma unroll
-        for (int kk = 0; kk < 8; ++kk)  // volatile moves stay after the wait (a plain copy did not: C7513)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) asm volatile("mov.b32 %0, %1;\n" : "=r"(pa[kk][i]) : "r"(pn[kk][i]));
+        finish_pv_take_p<kD>(o, pa, pn, corr);
       } else {
         wgmma_wait<0>();
         fence_regs(o);
@@ -839,13 +848,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       mbar_arrive(empty_k(st1));
       std::uint32_t pn[8][4];
       softmax_tile<Tr, T, kCausal, Tr::kPolyEvery>(s, pn, row_m, row_l, corr, n0_of(t + 1), row_base, L, m0, p.scale_log2);
-      wgmma_wait<0>();
-      fence_regs(o);
-      rescale<kD>(o, corr);
-#pragma unroll
-      for (int kk = 0; kk < 8; ++kk)  // volatile moves stay after the wait (see the -ovl kernel)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) asm volatile("mov.b32 %0, %1;\n" : "=r"(pa[kk][i]) : "r"(pn[kk][i]));
+      finish_pv_take_p<kD>(o, pa, pn, corr);
     } else {
       wgmma_wait<0>();
       fence_regs(o);

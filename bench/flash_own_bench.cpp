@@ -1,13 +1,16 @@
 // flash-own's kernel variants next to cuDNN's flash attention (flash-cudnn), same process, same
 // inputs: median time of >= 10 calls and >= 0.2 s (CUDA events), TFLOP/s (4·B·H·L²·d/2 causal,
 // twice that non-causal) and the ratio to cuDNN. Prints figures; not a test.
-// Usage: bench_flash_own [lengths=4096,16384,32768,131072] [dtype=fp16] [shapes=all|d64]
+// Usage: bench_flash_own [lengths=4096,16384,32768,131072] [dtype=fp16] [shapes=all|d64] [impls]
+// impls: a comma list of flash-cudnn and variant names (default: cuDNN and every variant), e.g.
+// to profile one kernel under ncu.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -66,6 +69,9 @@ int main(int argc, char** argv) {
   struct Shape { std::int64_t H, d; bool causal; };
   const Shape shapes[] = {{4, 64, true}, {16, 64, true}, {4, 64, false}, {2, 128, true}, {8, 128, true}};
   const bool only_d64 = argc > 3 && std::string(argv[3]) == "d64";  // causal d = 64 (the sweep's shapes)
+  std::string impls;  // ",a,b,"
+  if (argc > 4) impls.append(",").append(argv[4]).append(",");
+  auto wanted = [&](const std::string& name) { return impls.empty() || impls.find("," + name + ",") != std::string::npos; };
   for (const auto& sh : shapes) {
     if (only_d64 && (sh.d != 64 || !sh.causal)) continue;
     for (const std::int64_t L : lengths) {
@@ -84,6 +90,7 @@ int main(int argc, char** argv) {
       for (auto* b : {&q, &k, &v}) *b = upload_as(alloc, host, t, ctx.stream);
       double cudnn_ms = 0;
       try {
+        if (!wanted("flash-cudnn")) throw std::runtime_error("not asked for");
         CudnnFlash cf(p, t, D, D);
         cudnn_ms = median_ms([&] { cf.run(q.data(), k.data(), v.data(), o.data(), lse.data(), ctx); }, ctx.stream);
       } catch (const std::exception& e) {
@@ -96,9 +103,12 @@ int main(int argc, char** argv) {
       };
       if (cudnn_ms > 0) row("flash-cudnn", cudnn_ms);
       for (const auto& var : flash_own_variants(p)) {
+        if (!wanted(var)) continue;
         FlashOwnArgs a;
         a.q = q.data(); a.k = k.data(); a.v = v.data(); a.o = o.data(); a.lse = lse.data();
         a.ld_in = D; a.ld_o = D;
+        Buffer<char> ws = flash_own_workspace(p, var, alloc, ctx.stream);
+        a.workspace = ws.data(); a.workspace_bytes = ws.bytes();
         row("own:" + var, median_ms([&] { flash_own_forward(p, t, a, ctx.stream, var); }, ctx.stream));
       }
       std::fflush(stdout);

@@ -22,6 +22,9 @@
 #   hyenatests  the Hyena GPU tests only (8 shards)
 #   fusedquick  hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
 #   sanitizeflash  memcheck/racecheck on two flash-own shapes (every variant)
+#   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
+#   flashncu  ncu sections (warp stalls, scheduler, pipes) of flash-own's ws-128x128-pp-e4 and of
+#            cuDNN's kernel at 32k, H = 4, d = 64, causal (one launch each)
 #   glue     flash-cudnn layer scope at D = 1024 (H = 16) 4k..128k with PyTorch's cuDNN and FA2
 #            layers in the same call; flash-cudnn core scope at 128k, D = 256 (the memory row)
 # Logs and results go under $OUT (8 files at most come back: results are tarred).
@@ -149,7 +152,24 @@ for stage in "$@"; do
       echo "flash-own tests rc=$?" | tee -a $LOG
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_flash.log | sort | uniq -c | tee -a $LOG
       grep -B3 -A3 "Failure" $OUT/gpu_test_flash.log | head -40 | tee -a $LOG
-      timeout 200 $B/bench_flash_own 4096,16384,32768,131072 fp16 d64 2>&1 | tee $OUT/bench_flash_own.txt | tee -a $LOG
+      timeout 200 $B/bench_flash_own ${FLASH_BENCH_L:-4096,16384,32768,131072} fp16 d64 2>&1 | tee $OUT/bench_flash_own.txt | tee -a $LOG
+      ;;
+    flashbench)  # every shape; the SM clock and power sampled every 100 ms alongside
+      nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 100 > $OUT/clocks.csv &
+      smi=$!
+      timeout 300 $B/bench_flash_own ${FLASH_BENCH_L:-4096,8192,16384,32768,131072} fp16 ${FLASH_BENCH_SHAPES:-all} 2>&1 | \
+        while IFS= read -r line; do echo "$(date -u +%T.%N | cut -c1-12) $line"; done | tee $OUT/bench_flash_own_all.txt | tee -a $LOG
+      kill $smi
+      ;;
+    flashncu)
+      for impl in ${FLASH_NCU_IMPLS:-ws-128x128-pp-e4 flash-cudnn}; do
+        timeout 200 ncu --launch-skip 3 --launch-count 1 --section SpeedOfLight --section LaunchStats \
+          --section Occupancy --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
+          --section InstructionStats --section MemoryWorkloadAnalysis \
+          --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,regex:sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active,regex:sm__pipe_.*_cycles_active\.avg\.pct_of_peak_sustained_active' \
+          $B/bench_flash_own ${FLASH_NCU_L:-32768} fp16 d64 $impl > $OUT/ncu_flash_$impl.txt 2>&1
+        echo "ncu $impl rc=$?" | tee -a $LOG
+      done
       ;;
     hyenatests)  # the Hyena GPU tests alone (both impls), 8 shards
       hyena_tests

@@ -66,7 +66,10 @@ class CudaAttentionRunner final : public Runner {
     }
     if (kind_ == AttnImpl::kCudnn) cudnn_ = std::make_unique<CudnnFlash>(params_, t_, w_.scope == "core" ? D : 3 * D, D);
     if (kind_ == AttnImpl::kStandard || w_.scope == "layer") ws_ = std::make_unique<CublasWorkspace>(ctx);
-    if (kind_ == AttnImpl::kOwn) variant_ = flash_own_tune(params_, t_, a, ctx.stream);
+    if (kind_ == AttnImpl::kOwn) {
+      variant_ = flash_own_tune(params_, t_, a, ctx.stream);
+      flash_ws_ = flash_own_workspace(params_, variant_, a, ctx.stream);
+    }
   }
   void forward() override {
     Allocator& a = *ctx_.alloc;
@@ -105,6 +108,7 @@ class CudaAttentionRunner final : public Runner {
     } else {
       FlashOwnArgs a;
       a.q = q; a.k = k; a.v = v; a.o = o; a.lse = lse.data(); a.ld_in = ld; a.ld_o = w_.D();
+      a.workspace = flash_ws_.data(); a.workspace_bytes = flash_ws_.bytes();
       flash_own_forward(params_, t_, a, ctx_.stream, variant_);
     }
   }
@@ -115,6 +119,7 @@ class CudaAttentionRunner final : public Runner {
   bool poison_;
   AttentionParams params_;
   Buffer<char> q_, k_, v_, x_, wqkv_, bqkv_, wout_, bout_, out_;
+  Buffer<char> flash_ws_;  // flash-own's -split workspace (empty for the other kernels)
   std::unique_ptr<CudnnFlash> cudnn_;
   std::unique_ptr<CublasWorkspace> ws_;
   std::string variant_;  // flash-own's kernel

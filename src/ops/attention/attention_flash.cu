@@ -41,6 +41,14 @@
 //   0.89 at 1M (D = 256); 1.01–1.06 at 4k–128k (D = 1024). Three consumer warpgroups (192 rows,
 //   160 registers) rejected: the in-place softmax they need makes ptxas serialise the wgmmas.
 //
+// v3 "-split": grids too short to keep the SMs even (causal, < ~1.3 query blocks per SM) cut the
+//   key range of each block into chunks merged by the last CTA to finish: 4k, H = 4 0.0422 ms
+//   (cuDNN 0.0511, 0.83×). v3b: the consumer loop's overhead cut (descriptors built once, P
+//   alternating between two register arrays at d = 64, lazy rescaling): ~650 → ~430 instructions
+//   per warp and tile; 446.7 TFLOP/s at 128k, H = 4 for ws-128x128 (cuDNN 440.3: 0.986× its
+//   time). The H200 runs this kernel at its 700 W cap (1.75–1.80 GHz), so energy per tile, not
+//   issue slots, sets the pace at 128k.
+//
 // Rejected and not yet done: see the "Rejected" notes by the traits below and bench/NOTES.md.
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -49,11 +57,14 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <tuple>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "common/cuda_check.h"
 #include "ops/attention/attention_flash.h"
@@ -211,12 +222,10 @@ struct BlockCoords {
   const char *q, *k, *v;
 };
 template <int kD, int kBM, int kBN, bool kCausal>
-__device__ __forceinline__ BlockCoords block_coords(const KernelParams& p) {
+__device__ __forceinline__ BlockCoords block_coords_at(const KernelParams& p, int m_block, int bh) {
   BlockCoords c;
-  const int num_m = (p.L + kBM - 1) / kBM;
-  const int m_block = kCausal ? num_m - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
-  c.b = blockIdx.y / p.H;
-  c.h = blockIdx.y % p.H;
+  c.b = bh / p.H;
+  c.h = bh % p.H;
   c.m0 = m_block * kBM;
   c.ld_bytes = p.ld_in * 2;
   const std::int64_t head_off =
@@ -228,16 +237,18 @@ __device__ __forceinline__ BlockCoords block_coords(const KernelParams& p) {
   if (kCausal) c.n_blocks = min(c.n_blocks, (c.m0 + kBM + kBN - 1) / kBN);
   return c;
 }
+template <int kD, int kBM, int kBN, bool kCausal>
+__device__ __forceinline__ BlockCoords block_coords(const KernelParams& p) {
+  const int num_m = (p.L + kBM - 1) / kBM;
+  const int m_block = kCausal ? num_m - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
+  return block_coords_at<kD, kBM, kBN, kCausal>(p, m_block, static_cast<int>(blockIdx.y));
+}
 
-// Epilogue of one of a thread's rows: O / l and LSE = (m + log2 l) · ln 2, where l_part is this
-// thread's share of the row sum (the quad is reduced here: every thread must call it) and
-// o_at(j, e) its accumulator at column 8j + 2·(lane % 4) + e.
+// Epilogue of one of a thread's rows: O / l and LSE = (m + log2 l) · ln 2, where l is the
+// whole row's sum and o_at(j, e) the thread's accumulator at column 8j + 2·(lane % 4) + e.
 template <typename T, int kD, class OAt>
-__device__ __forceinline__ void store_row(const KernelParams& p, const BlockCoords& c, int row, float l_part,
-                                          float m, OAt o_at) {
-  float l = l_part;
-  l += __shfl_xor_sync(0xffffffffu, l, 1);
-  l += __shfl_xor_sync(0xffffffffu, l, 2);
+__device__ __forceinline__ void store_row_full(const KernelParams& p, const BlockCoords& c, int row, float l, float m,
+                                               OAt o_at) {
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;
   if (row >= p.L) return;
   const int t4 = threadIdx.x % 4;
@@ -249,6 +260,20 @@ __device__ __forceinline__ void store_row(const KernelParams& p, const BlockCoor
   if (t4 == 0)
     p.lse[(static_cast<std::int64_t>(c.b) * p.H + c.h) * p.L + row] =
         l > 0.0f ? (m + __log2f(l)) * 0.69314718055994531f : INFINITY;
+}
+
+// A row's sum from the four threads of its quad (every thread of the warp must call it).
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  x += __shfl_xor_sync(0xffffffffu, x, 2);
+  return x;
+}
+
+// store_row_full with l_part, this thread's share of the row sum.
+template <typename T, int kD, class OAt>
+__device__ __forceinline__ void store_row(const KernelParams& p, const BlockCoords& c, int row, float l_part,
+                                          float m, OAt o_at) {
+  store_row_full<T, kD>(p, c, row, quad_sum(l_part), m, o_at);
 }
 
 // ---- v1: FlashAttention-2 on mma.sync ------------------------------------------------------------
@@ -460,37 +485,71 @@ __device__ __forceinline__ void wgmma_pv(float (&o)[kD / 2], const std::uint32_t
   else flash_wgmma::wgmma_rs_n128<T>(o, a, desc, 1);
 }
 
+// A descriptor split in its 32-bit halves: the descriptor of base + off is the low half plus
+// off >> 4 (the 14-bit address field cannot carry below 256 KB), one integer add per wgmma
+// instead of rebuilding the fields.
+struct DescBase {
+  std::uint32_t lo, hi;
+};
+__device__ __forceinline__ DescBase desc_base(std::uint32_t saddr, std::uint32_t lbo, std::uint32_t sbo) {
+  const std::uint64_t d = gmma_desc(saddr, lbo, sbo);
+  return {static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(d >> 32)};
+}
+__device__ __forceinline__ std::uint64_t desc_at(DescBase b, std::uint32_t byte_off) {
+  std::uint64_t d;
+  asm("mov.b64 %0, {%1, %2};\n" : "=l"(d) : "r"(b.lo + (byte_off >> 4)), "r"(b.hi));
+  return d;
+}
+__device__ __forceinline__ DescBase desc_add(DescBase b, std::uint32_t byte_off) { return {b.lo + (byte_off >> 4), b.hi}; }
+// Q and K tiles: K-major, 128-byte swizzle (LBO 16, SBO 1024); V tiles read MN-major (LBO = one
+// 64-column sub-tile of the tile).
+__device__ __forceinline__ DescBase desc_qk(std::uint32_t saddr) { return desc_base(saddr, 16, 1024); }
+template <class Tr>
+__device__ __forceinline__ DescBase desc_v(std::uint32_t saddr) { return desc_base(saddr, Tr::kBlockN * 128, 1024); }
+
 // S (m64 × 128 per warpgroup) = Q_wg · K_tileᵀ, issued and committed (not waited).
 template <class Tr, typename T>
-__device__ __forceinline__ void issue_qk(float (&s)[64], std::uint32_t sQ_wg, std::uint32_t sK_tile) {
+__device__ __forceinline__ void issue_qk_desc(float (&s)[64], DescBase dq, DescBase dk) {
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < Tr::kHeadDim / 16; ++kk) {
     const std::uint32_t off = (kk % 4) * 32;  // k16 steps inside a 128-byte row; sub-tile kk / 4
-    const std::uint64_t da = gmma_desc(sQ_wg + (kk / 4) * Tr::kBlockM * 128 + off, 16, 1024);
-    const std::uint64_t db = gmma_desc(sK_tile + (kk / 4) * Tr::kBlockN * 128 + off, 16, 1024);
+    const std::uint64_t da = desc_at(dq, (kk / 4) * Tr::kBlockM * 128 + off);
+    const std::uint64_t db = desc_at(dk, (kk / 4) * Tr::kBlockN * 128 + off);
     if (kk == 0) flash_wgmma::wgmma_ss_n128_zero<T>(s, da, db);
     else flash_wgmma::wgmma_ss_n128<T>(s, da, db, 1);
   }
   wgmma_commit();
 }
+template <class Tr, typename T>
+__device__ __forceinline__ void issue_qk(float (&s)[64], std::uint32_t sQ_wg, std::uint32_t sK_tile) {
+  issue_qk_desc<Tr, T>(s, desc_qk(sQ_wg), desc_qk(sK_tile));
+}
 
 // O += P · V_tile, P as 8 k16 register fragments; issued and committed (not waited).
 template <class Tr, typename T>
-__device__ __forceinline__ void issue_pv(float (&o)[Tr::kHeadDim / 2], const std::uint32_t (&pa)[8][4],
-                                         std::uint32_t sV_tile) {
+__device__ __forceinline__ void issue_pv_desc(float (&o)[Tr::kHeadDim / 2], const std::uint32_t (&pa)[8][4], DescBase dv) {
   wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < Tr::kBlockN / 16; ++kk)
-    wgmma_pv<T, Tr::kHeadDim>(o, pa[kk], gmma_desc(sV_tile + kk * 16 * 128, Tr::kBlockN * 128, 1024));
+  for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) wgmma_pv<T, Tr::kHeadDim>(o, pa[kk], desc_at(dv, kk * 16 * 128));
   wgmma_commit();
+}
+template <class Tr, typename T>
+__device__ __forceinline__ void issue_pv(float (&o)[Tr::kHeadDim / 2], const std::uint32_t (&pa)[8][4],
+                                         std::uint32_t sV_tile) {
+  issue_pv_desc<Tr, T>(o, pa, desc_v<Tr>(sV_tile));
 }
 
 // The online-softmax update of one S tile (masked where it crosses the diagonal or L): returns
 // the O correction of each of the thread's two rows and leaves P (16-bit, A layout) in pa. S is
 // only read: writing the accumulator registers of a wgmma while another is in flight would make
 // ptxas serialise every wgmma of the kernel (its warning C7513).
-template <class Tr, typename T, bool kMask, bool kCausal, int kPolyEvery = 0>
+// kLazy (FlashAttention-4's conditional rescaling): a row's reference max moves only when the
+// tile's max exceeds it by more than 2^8, so P stays ≤ 256 (exact in fp16 and bf16 storage, and
+// O and l carry the same reference, so O / l and the LSE are unchanged) and the correction is
+// exactly 1 on most tiles, where the O rescale is skipped.
+constexpr float kLazyLog2 = 8.0f;
+template <class Tr, typename T, bool kMask, bool kCausal, int kPolyEvery = 0, bool kLazy = false>
 __device__ __forceinline__ void softmax_tile_impl(const float (&s)[64], std::uint32_t (&pa)[8][4], float (&row_m)[2],
                                                   float (&row_l)[2], float (&corr)[2], int n0, int row_base, int L,
                                                   float scale_log2) {
@@ -511,9 +570,12 @@ __device__ __forceinline__ void softmax_tile_impl(const float (&s)[64], std::uin
     for (int j = 0; j < 16; ++j) mx = fmaxf(mx, fmaxf(val(j, 2 * r), val(j, 2 * r + 1)));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(row_m[r], mx * scale_log2);
+    const float mx_s = mx * scale_log2;
+    float m_new;
+    if constexpr (kLazy) m_new = mx_s > row_m[r] + kLazyLog2 ? mx_s : row_m[r];
+    else m_new = fmaxf(row_m[r], mx_s);
     m_use[r] = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet
-    corr[r] = fast_exp2(row_m[r] - m_use[r]);
+    corr[r] = kLazy && m_new == row_m[r] ? 1.0f : fast_exp2(row_m[r] - m_use[r]);
     row_m[r] = m_new;
   }
   float sum[2] = {0.0f, 0.0f};
@@ -535,14 +597,14 @@ __device__ __forceinline__ void softmax_tile_impl(const float (&s)[64], std::uin
   row_l[1] = row_l[1] * corr[1] + sum[1];
 }
 
-template <class Tr, typename T, bool kCausal, int kPolyEvery = 0>
+template <class Tr, typename T, bool kCausal, int kPolyEvery = 0, bool kLazy = false>
 __device__ __forceinline__ void softmax_tile(const float (&s)[64], std::uint32_t (&pa)[8][4], float (&row_m)[2],
                                              float (&row_l)[2], float (&corr)[2], int n0, int row_base, int L,
                                              int m0, float scale_log2) {
   if (n0 + Tr::kBlockN > L || (kCausal && n0 + Tr::kBlockN - 1 > m0))
-    softmax_tile_impl<Tr, T, true, kCausal, kPolyEvery>(s, pa, row_m, row_l, corr, n0, row_base, L, scale_log2);
+    softmax_tile_impl<Tr, T, true, kCausal, kPolyEvery, kLazy>(s, pa, row_m, row_l, corr, n0, row_base, L, scale_log2);
   else
-    softmax_tile_impl<Tr, T, false, kCausal, kPolyEvery>(s, pa, row_m, row_l, corr, n0, row_base, L, scale_log2);
+    softmax_tile_impl<Tr, T, false, kCausal, kPolyEvery, kLazy>(s, pa, row_m, row_l, corr, n0, row_base, L, scale_log2);
 }
 
 template <int kD>
@@ -556,15 +618,18 @@ __device__ __forceinline__ void rescale(float (&o)[kD / 2], const float (&corr)[
   }
 }
 
-// The end of an overlapped iteration: wait for PV(t), rescale O by the next tile's correction and
-// make the next tile's P (pn) current. The moves are volatile so they stay after the wait: a
-// plain copy was placed while PV still read pa, and ptxas then serialised every wgmma (C7513).
-template <int kD>
-__device__ __forceinline__ void finish_pv_take_p(float (&o)[kD / 2], std::uint32_t (&pa)[8][4],
-                                                 const std::uint32_t (&pn)[8][4], const float (&corr)[2]) {
+// The end of an overlapped iteration: wait for PV(t), then rescale O by the next tile's
+// correction (kLazy: only where a row of the warp moved its reference max).
+template <int kD, bool kLazy = false>
+__device__ __forceinline__ void finish_pv(float (&o)[kD / 2], const float (&corr)[2]) {
   wgmma_wait<0>();
   fence_regs(o);
-  rescale<kD>(o, corr);
+  if (!kLazy || __any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) rescale<kD>(o, corr);
+}
+// Make the next tile's P (pn) current after finish_pv. The moves are volatile so they stay after
+// the wait: a plain copy was placed while PV still read pa, and ptxas then serialised every wgmma
+// (C7513).
+__device__ __forceinline__ void take_p(std::uint32_t (&pa)[8][4], const std::uint32_t (&pn)[8][4]) {
 #pragma unroll
   for (int kk = 0; kk < 8; ++kk)
 #pragma unroll
@@ -661,7 +726,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) flash_fwd_wgmma_
         fence_regs(s);
         std::uint32_t pn[8][4];
         softmax_tile<Tr, T, kCausal>(s, pn, row_m, row_l, corr, n0_of(t + 1), row_base, L, m0, p.scale_log2);
-        finish_pv_take_p<kD>(o, pa, pn, corr);
+        finish_pv<kD>(o, corr);
+        take_p(pa, pn);
       } else {
         wgmma_wait<0>();
         fence_regs(o);
@@ -698,7 +764,7 @@ struct WsTraits {
   static constexpr int kBlockM = 64 * kConsumers, kBlockN = 128;
   static constexpr int kThreads = 128 * (kConsumers + 1);
   static constexpr int kTileQ = kBlockM * kHeadDim * 2, kTileKV = kBlockN * kHeadDim * 2;
-  static constexpr int kBarBytes = 8 * (1 + 4 * kStages);
+  static constexpr int kBarBytes = 8 * (1 + 4 * kStages) + 8;  // mbarriers + the split merge's flag
   static constexpr int kSmemBytes = kTileQ + 2 * kStages * kTileKV + kBarBytes + 1024;  // + alignment slack
   static_assert(kHeadDim == 64 || kHeadDim == 128, "one or two 64-column sub-tiles");
 };
@@ -744,9 +810,27 @@ __device__ __forceinline__ void tma_tile(std::uint32_t dst, const CUtensorMap* m
   for (int j = 0; j < kD / 64; ++j) tma_load_3d(dst + j * kRows * 128, map, bar, h * kD + j * 64, row0, b);
 }
 
-template <class Tr, typename T, bool kCausal>
+// Split over keys (-split variants, for grids too short to fill the GPU evenly): the query block
+// of a causal CTA visits up to L/128 key tiles, so at L = 4k with H = 4 the 128 CTAs' longest is
+// twice the mean and the SMs idle half the time. The plan cuts each query block's key tiles into
+// chunks of at most `chunk` tiles and lists the (query block, chunk) items longest first, CTA x
+// taking item x / BH of head x % BH. A chunk's CTA leaves its unnormalised O, row max and row sum
+// in a workspace slot and counts itself in the block's counter; the last one to finish merges
+// the other slots into its registers and writes O and LSE, then zeroes the counter again, so the
+// workspace needs zeroing once only. One chunk per block: the plain epilogue, nothing written.
+struct SplitPlan {
+  static constexpr int kMaxItems = 512;  // 2 KB of kernel parameters
+  int n_items, bh, chunk, s_max, num_m;
+  float* part;         // slots [bh][m_block][s_max], each (kD / 8 + 1) · 256 float4
+  unsigned* count;     // [bh][m_block]
+  std::uint32_t item[kMaxItems];  // m_block << 16 | chunk index, longest first
+};
+struct NoSplit {};
+
+template <class Tr, typename T, bool kCausal, bool kSplit>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
-    flash_fwd_ws_kernel(const __grid_constant__ TmaMaps maps, const KernelParams p) {
+    flash_fwd_ws_kernel(const __grid_constant__ TmaMaps maps, const KernelParams p,
+                        const __grid_constant__ std::conditional_t<kSplit, SplitPlan, NoSplit> plan) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kD = Tr::kHeadDim, kBM = Tr::kBlockM, kBN = Tr::kBlockN, kS = Tr::kStages;
   extern __shared__ unsigned char smem_raw[];
@@ -764,9 +848,25 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   auto sV = [&](int st) { return sV0 + st * Tr::kTileKV; };
 
   const int tid = threadIdx.x, wg = tid / 128;
-  const BlockCoords c = block_coords<kD, kBM, kBN, kCausal>(p);
+  // The key tiles this CTA visits: [t_begin, t_begin + n_tiles) of its block's n_blocks, counted
+  // from the diagonal down (tile t covers keys from n0_of(t)).
+  BlockCoords c;
+  int t_begin = 0, n_tiles, chunk_idx = 0, n_chunks = 1, m_block = 0, bh = 0;
+  if constexpr (kSplit) {
+    const std::uint32_t it = plan.item[blockIdx.x / plan.bh];
+    m_block = static_cast<int>(it >> 16);
+    chunk_idx = static_cast<int>(it & 0xffffu);
+    bh = static_cast<int>(blockIdx.x % plan.bh);
+    c = block_coords_at<kD, kBM, kBN, kCausal>(p, m_block, bh);
+    t_begin = chunk_idx * plan.chunk;
+    n_tiles = min(plan.chunk, c.n_blocks - t_begin);
+    n_chunks = (c.n_blocks + plan.chunk - 1) / plan.chunk;
+  } else {
+    c = block_coords<kD, kBM, kBN, kCausal>(p);
+    n_tiles = c.n_blocks;
+  }
   const int m0 = c.m0, n_blocks = c.n_blocks;
-  auto n0_of = [&](int t) { return (n_blocks - 1 - t) * kBN; };  // from the diagonal down
+  auto n0_of = [&](int i) { return (n_blocks - 1 - t_begin - i) * kBN; };  // i-th tile of this CTA
 
   if (tid == 0) {
     mbar_init(barQ, 1);
@@ -785,14 +885,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     if (tid == 0) {
       mbar_expect_tx(barQ, Tr::kTileQ);
       tma_tile<kD, kBM>(sQ, &maps.q, barQ, c.h, m0, c.b);
-      for (int t = 0; t < n_blocks; ++t) {
-        const int st = t % kS, free_parity = ((t / kS) & 1) ^ 1;  // a fresh barrier passes parity 1
+      for (int i = 0; i < n_tiles; ++i) {
+        const int st = i % kS, free_parity = ((i / kS) & 1) ^ 1;  // a fresh barrier passes parity 1
         mbar_wait(empty_k(st), free_parity);
         mbar_expect_tx(full_k(st), Tr::kTileKV);
-        tma_tile<kD, kBN>(sK(st), &maps.k, full_k(st), c.h, n0_of(t), c.b);
+        tma_tile<kD, kBN>(sK(st), &maps.k, full_k(st), c.h, n0_of(i), c.b);
         mbar_wait(empty_v(st), free_parity);
         mbar_expect_tx(full_v(st), Tr::kTileKV);
-        tma_tile<kD, kBN>(sV(st), &maps.v, full_v(st), c.h, n0_of(t), c.b);
+        tma_tile<kD, kBN>(sV(st), &maps.v, full_v(st), c.h, n0_of(i), c.b);
       }
     }
     return;
@@ -824,59 +924,130 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   float s[64];
   std::uint32_t pa[8][4];
 
+  // Descriptors once; a stage is an offset. At d = 64, P alternates between pa and pb (the loop
+  // runs two iterations per trip), so no register copy is needed; at d = 128 that leaves too
+  // few registers (ptxas spills 112-172 bytes), and the next P is moved into pa (take_p).
+  const DescBase dq = desc_qk(sQ_wg), dk0 = desc_qk(sK0), dv0 = desc_v<Tr>(sV0);
+  auto dk = [&](int st) { return desc_add(dk0, st * Tr::kTileKV); };
+  auto dv = [&](int st) { return desc_add(dv0, st * Tr::kTileKV); };
+  std::uint32_t pb[8][4];
   mbar_wait(barQ, 0);
   mbar_wait(full_k(0), 0);
   turn_begin();
-  issue_qk<Tr, T>(s, sQ_wg, sK(0));
+  issue_qk_desc<Tr, T>(s, dq, dk(0));
   turn_end(false);
   wgmma_wait<0>();
   fence_regs(s);
   mbar_arrive(empty_k(0));
-  softmax_tile<Tr, T, kCausal, Tr::kPolyEvery>(s, pa, row_m, row_l, corr, n0_of(0), row_base, L, m0, p.scale_log2);
-  for (int t = 0; t < n_blocks; ++t) {
-    const bool next = t + 1 < n_blocks;
-    const int st = t % kS, st1 = (t + 1) % kS;
-    if (next) mbar_wait(full_k(st1), ((t + 1) / kS) & 1);
-    mbar_wait(full_v(st), (t / kS) & 1);
+  softmax_tile<Tr, T, kCausal, Tr::kPolyEvery, true>(s, pa, row_m, row_l, corr, n0_of(0), row_base, L, m0, p.scale_log2);
+  // Iteration i: PV(i) with pc and QKᵀ(i + 1) issued, the softmax of i + 1 into pn under PV(i).
+  constexpr bool kAlternate = kD == 64;
+  auto step = [&](int i, std::uint32_t (&pc)[8][4], std::uint32_t (&pn)[8][4]) {
+    const bool next = i + 1 < n_tiles;
+    const int st = i % kS, st1 = (i + 1) % kS;
+    if (next) mbar_wait(full_k(st1), ((i + 1) / kS) & 1);
+    mbar_wait(full_v(st), (i / kS) & 1);
     turn_begin();
-    if (next) issue_qk<Tr, T>(s, sQ_wg, sK(st1));
-    issue_pv<Tr, T>(o, pa, sV(st));
+    if (next) issue_qk_desc<Tr, T>(s, dq, dk(st1));
+    issue_pv_desc<Tr, T>(o, pc, dv(st));
     turn_end(!next);
     if (next) {
-      wgmma_wait<1>();  // S(t+1) is in; PV(t) may still run
+      wgmma_wait<1>();  // S(i+1) is in; PV(i) may still run
       fence_regs(s);
       mbar_arrive(empty_k(st1));
-      std::uint32_t pn[8][4];
-      softmax_tile<Tr, T, kCausal, Tr::kPolyEvery>(s, pn, row_m, row_l, corr, n0_of(t + 1), row_base, L, m0, p.scale_log2);
-      finish_pv_take_p<kD>(o, pa, pn, corr);
+      softmax_tile<Tr, T, kCausal, Tr::kPolyEvery, true>(s, pn, row_m, row_l, corr, n0_of(i + 1), row_base, L, m0,
+                                                         p.scale_log2);
+      finish_pv<kD, true>(o, corr);
+      if constexpr (!kAlternate) take_p(pc, pn);
     } else {
       wgmma_wait<0>();
       fence_regs(o);
     }
     mbar_arrive(empty_v(st));
-  }
+  };
+  int i = 0;
+  if constexpr (kAlternate)
+    for (; i + 1 < n_tiles; i += 2) {
+      step(i, pa, pb);
+      step(i + 1, pb, pa);
+    }
+  for (; i < n_tiles; ++i) step(i, pa, pb);
 
+  float l[2] = {quad_sum(row_l[0]), quad_sum(row_l[1])};
+  if constexpr (kSplit) {
+    if (n_chunks > 1) {
+      // This chunk's slot, then the count; the last chunk merges every other slot.
+      const int ctid = tid - 128;
+      const std::int64_t tile = static_cast<std::int64_t>(bh) * plan.num_m + m_block;
+      constexpr int kSlotF4 = (kD / 8 + 1) * 256;
+      float4* slots = reinterpret_cast<float4*>(plan.part) + tile * plan.s_max * kSlotF4;
+      float4* mine = slots + chunk_idx * kSlotF4;
+#pragma unroll
+      for (int j = 0; j < kD / 8; ++j) mine[j * 256 + ctid] = make_float4(o[j * 4], o[j * 4 + 1], o[j * 4 + 2], o[j * 4 + 3]);
+      mine[(kD / 8) * 256 + ctid] = make_float4(row_m[0], l[0], row_m[1], l[1]);
+      __threadfence();
+      named_sync(3, 256);
+      volatile std::uint32_t* flag = reinterpret_cast<volatile std::uint32_t*>(smem_raw + (bars + Tr::kBarBytes - 8 - smem_addr(smem_raw)));
+      if (ctid == 0) {
+        const unsigned before = atomicAdd(plan.count + tile, 1u);
+        const bool last = before == static_cast<unsigned>(n_chunks - 1);
+        if (last) plan.count[tile] = 0u;  // ready for the next call
+        *flag = last ? 1u : 0u;
+      }
+      named_sync(3, 256);
+      if (*flag == 0u) return;
+      __threadfence();
+      for (int k = 0; k < n_chunks; ++k) {
+        if (k == chunk_idx) continue;
+        const float4* other = slots + k * kSlotF4;
+        const float4 ml = __ldcg(other + (kD / 8) * 256 + ctid);
+        const float om[2] = {ml.x, ml.z}, ol[2] = {ml.y, ml.w};
+        float a[2], b[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const float m_new = fmaxf(row_m[r], om[r]);
+          const float mu = m_new == -INFINITY ? 0.0f : m_new;
+          a[r] = fast_exp2(row_m[r] - mu);
+          b[r] = fast_exp2(om[r] - mu);
+          row_m[r] = m_new;
+          l[r] = l[r] * a[r] + ol[r] * b[r];
+        }
+#pragma unroll
+        for (int j = 0; j < kD / 8; ++j) {
+          const float4 x = __ldcg(other + j * 256 + ctid);
+          o[j * 4 + 0] = o[j * 4 + 0] * a[0] + x.x * b[0];
+          o[j * 4 + 1] = o[j * 4 + 1] * a[0] + x.y * b[0];
+          o[j * 4 + 2] = o[j * 4 + 2] * a[1] + x.z * b[1];
+          o[j * 4 + 3] = o[j * 4 + 3] * a[1] + x.w * b[1];
+        }
+      }
+    }
+  }
 #pragma unroll
   for (int r = 0; r < 2; ++r)
-    store_row<T, kD>(p, c, row_base + g + r * 8, row_l[r], row_m[r], [&](int j, int e) { return o[j * 4 + 2 * r + e]; });
+    store_row_full<T, kD>(p, c, row_base + g + r * 8, l[r], row_m[r], [&](int j, int e) { return o[j * 4 + 2 * r + e]; });
 #else
   __trap();  // built without sm_90a: the host never selects this kernel (see wgmma_usable)
 #endif
 }
 
 // ---- launch ----------------------------------------------------------------------------------------
-// One launcher for every kernel: dynamic shared memory is raised once per kernel, one CTA per
-// (query block, b·h).
+// One launcher for every kernel: dynamic shared memory is raised once per kernel; launch_grid
+// runs one CTA per (query block, b·h).
 template <auto kKernel, class Tr, class... Args>
-void launch_grid(const AttentionParams& p, cudaStream_t s, const Args&... args) {
+void launch_on(dim3 grid, cudaStream_t s, const Args&... args) {
   static const bool configured = [] {
     CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
     return true;
   }();
   (void)configured;
-  const dim3 grid(static_cast<unsigned>((p.L + Tr::kBlockM - 1) / Tr::kBlockM), static_cast<unsigned>(p.B * p.H));
   kKernel<<<grid, Tr::kThreads, Tr::kSmemBytes, s>>>(args...);
   CUDA_CHECK_LAUNCH();
+}
+template <auto kKernel, class Tr, class... Args>
+void launch_grid(const AttentionParams& p, cudaStream_t s, const Args&... args) {
+  launch_on<kKernel, Tr>(dim3(static_cast<unsigned>((p.L + Tr::kBlockM - 1) / Tr::kBlockM), static_cast<unsigned>(p.B * p.H)),
+                         s, args...);
 }
 
 // Runtime dtype and causality to template constants: f(T{}, std::bool_constant<causal>{}).
@@ -928,12 +1099,99 @@ CUtensorMap make_tensor_map(const void* ptr, const AttentionParams& p, std::int6
   return m;
 }
 
-template <class Tr>
+int sm_count() {
+  static const int n = [] {
+    int dev = 0, count = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return 1;
+    cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev);
+    return std::max(count, 1);
+  }();
+  return n;
+}
+
+// How a -split variant cuts p's key ranges (128-row query blocks, 128-key tiles): chunk ==
+// n_max means no cut. A cut pays when the longest block's tiles exceed 1.5× the mean load per
+// SM (causal grids of fewer than ~1.3 blocks per SM); chunks of half that mean then leave the
+// longest-first order within a chunk of the mean.
+struct SplitShape {
+  int num_m, n_max, chunk, s_max;
+  std::int64_t bh;
+  bool split() const { return chunk < n_max; }
+};
+SplitShape split_shape(const AttentionParams& p) {
+  constexpr int kTile = 128;
+  SplitShape sh{};
+  sh.bh = p.B * p.H;
+  sh.num_m = static_cast<int>((p.L + kTile - 1) / kTile);
+  const int nb = sh.num_m;
+  auto n_of = [&](int m) { return p.causal ? std::min(nb, m + 1) : nb; };
+  sh.n_max = n_of(sh.num_m - 1);
+  sh.chunk = sh.n_max;
+  sh.s_max = 1;
+  if (sh.num_m > SplitPlan::kMaxItems) return sh;  // more blocks than SMs anyway: no cut
+  std::int64_t work = 0;  // key tiles of one b·h
+  for (int m = 0; m < sh.num_m; ++m) work += n_of(m);
+  const double mean = static_cast<double>(work * sh.bh) / sm_count();
+  if (sh.n_max <= 1.5 * mean) return sh;
+  sh.chunk = std::max(1, static_cast<int>(std::ceil(mean / 2)));
+  auto items = [&](int c) {
+    std::int64_t n = 0;
+    for (int m = 0; m < sh.num_m; ++m) n += (n_of(m) + c - 1) / c;
+    return n;
+  };
+  while (sh.chunk < sh.n_max && items(sh.chunk) > SplitPlan::kMaxItems) sh.chunk *= 2;
+  sh.chunk = std::min(sh.chunk, sh.n_max);
+  sh.s_max = (sh.n_max + sh.chunk - 1) / sh.chunk;
+  return sh;
+}
+std::size_t split_slot_bytes(int d) { return static_cast<std::size_t>(d / 8 + 1) * 256 * 16; }
+std::size_t split_part_bytes(const SplitShape& sh, int d) {
+  return static_cast<std::size_t>(sh.bh) * sh.num_m * sh.s_max * split_slot_bytes(d);
+}
+std::size_t split_workspace_bytes(const SplitShape& sh, int d) {
+  if (!sh.split()) return 0;
+  return split_part_bytes(sh, d) + static_cast<std::size_t>(sh.bh) * sh.num_m * sizeof(unsigned);
+}
+
+// The items of a cut, longest first (ties: the later query block first), for every b·h alike.
+void fill_plan(SplitPlan& plan, const SplitShape& sh, const AttentionParams& p) {
+  std::vector<std::pair<int, std::uint32_t>> items;  // (length, m_block << 16 | chunk)
+  for (int m = sh.num_m - 1; m >= 0; --m) {
+    const int n = p.causal ? std::min(sh.num_m, m + 1) : sh.num_m;
+    for (int c = 0; c * sh.chunk < n; ++c)
+      items.emplace_back(std::min(sh.chunk, n - c * sh.chunk), static_cast<std::uint32_t>(m) << 16 | static_cast<std::uint32_t>(c));
+  }
+  std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  plan.n_items = static_cast<int>(items.size());
+  for (int i = 0; i < plan.n_items; ++i) plan.item[i] = items[i].second;
+}
+
+template <class Tr, bool kSplit>
 void dispatch_ws(const KernelParams& kp, const AttentionParams& p, const FlashOwnArgs& a, DType t, cudaStream_t s) {
   const TmaMaps maps{make_tensor_map(a.q, p, a.ld_in, t, Tr::kBlockM), make_tensor_map(a.k, p, a.ld_in, t, Tr::kBlockN),
                      make_tensor_map(a.v, p, a.ld_in, t, Tr::kBlockN)};
+  const SplitShape sh = kSplit ? split_shape(p) : SplitShape{};
+  if (kSplit && sh.split()) {
+    const std::size_t need = split_workspace_bytes(sh, Tr::kHeadDim);
+    LONGMIX_REQUIRE(a.workspace && a.workspace_bytes >= need, "flash-own: this -split call needs ", need,
+                    " bytes of zeroed workspace (flash_own_workspace), got ", a.workspace_bytes);
+    SplitPlan plan;
+    fill_plan(plan, sh, p);
+    plan.bh = static_cast<int>(sh.bh);
+    plan.chunk = sh.chunk;
+    plan.s_max = sh.s_max;
+    plan.num_m = sh.num_m;
+    plan.part = static_cast<float*>(a.workspace);
+    plan.count = reinterpret_cast<unsigned*>(static_cast<char*>(a.workspace) + split_part_bytes(sh, Tr::kHeadDim));
+    const dim3 grid(static_cast<unsigned>(static_cast<std::int64_t>(plan.n_items) * sh.bh));
+    with_types(t, p.causal, [&](auto x, auto causal) {
+      if constexpr (kSplit)
+        launch_on<flash_fwd_ws_kernel<Tr, decltype(x), decltype(causal)::value, true>, Tr>(grid, s, maps, kp, plan);
+    });
+    return;
+  }
   with_types(t, p.causal, [&](auto x, auto causal) {
-    launch_grid<flash_fwd_ws_kernel<Tr, decltype(x), decltype(causal)::value>, Tr>(p, s, maps, kp);
+    launch_grid<flash_fwd_ws_kernel<Tr, decltype(x), decltype(causal)::value, false>, Tr>(p, s, maps, kp, NoSplit{});
   });
 }
 
@@ -975,6 +1233,9 @@ using WsD128P = WsTraits<128, 2, true>;
 // "-e4" / "-e2": every 4th / 2nd column group's exp2 by polynomial on the FMA pipe.
 using WsD64PE4 = WsTraits<64, 2, true, 4>;
 using WsD64PE2 = WsTraits<64, 2, true, 2>;
+// "-s3": a 3-stage K/V ring (112 KB of shared memory; cuDNN's kernel holds 134 KB), one more tile
+// of copy latency hidden when K/V come from DRAM rather than L2 (128k and longer).
+using WsD64PE4S3 = WsTraits<64, 3, true, 4>;
 
 }  // namespace
 
@@ -986,13 +1247,30 @@ std::string flash_own_unsupported(const AttentionParams& p, DType t) {
   return {};
 }
 
+namespace {
+bool is_split(const std::string& v) { return v.size() > 6 && v.compare(v.size() - 6, 6, "-split") == 0; }
+}  // namespace
+
+std::size_t flash_own_workspace_bytes(const AttentionParams& p, const std::string& variant) {
+  const std::string v = variant.empty() ? flash_own_variants(p).front() : variant;
+  if (!is_split(v) || !wgmma_usable()) return 0;
+  return split_workspace_bytes(split_shape(p), static_cast<int>(p.d));
+}
+
+Buffer<char> flash_own_workspace(const AttentionParams& p, const std::string& variant, Allocator& alloc, cudaStream_t s) {
+  Buffer<char> w(alloc, flash_own_workspace_bytes(p, variant));
+  if (w.bytes()) CUDA_CHECK(cudaMemsetAsync(w.data(), 0, w.bytes(), s));
+  return w;
+}
+
 std::vector<std::string> flash_own_variants(const AttentionParams& p) {
   std::vector<std::string> v;
   if (wgmma_usable()) {
     v = {"wgmma-128x128-ovl", "wgmma-128x128"};
     if (p.d == 64) v.insert(v.begin(), {"wgmma-64x128-ovl", "wgmma-64x128"});
     v.insert(v.begin(), "ws-128x128-pp");
-    if (p.d == 64) v.insert(v.begin() + 1, {"ws-128x128-pp-e4", "ws-128x128-pp-e2", "ws-128x128"});
+    if (p.d == 64) v.insert(v.begin() + 1, {"ws-128x128-pp-e4", "ws-128x128-pp-e2", "ws-128x128", "ws-128x128-pp-e4-split", "ws-128x128-pp-e4-s3"});
+    v.insert(v.begin() + 1, "ws-128x128-pp-split");
   }
   if (p.d == 64) for (const char* x : {"mma-128x64w4", "mma-128x128w8", "mma-128x64w8"}) v.push_back(x);
   else for (const char* x : {"mma-128x64w8", "mma-64x64w4"}) v.push_back(x);
@@ -1014,11 +1292,15 @@ void flash_own_forward(const AttentionParams& p, DType t, const FlashOwnArgs& a,
   const std::string v = variant.empty() ? flash_own_variants(p).front() : variant;
   if (v.rfind("ws-", 0) == 0) {
     LONGMIX_REQUIRE(wgmma_usable(), "flash-own: variant ", v, " needs a compute capability 9.0 (Hopper) GPU");
-    if (p.d == 64 && v == "ws-128x128-pp") return dispatch_ws<WsD64P>(kp, p, a, t, s);
-    if (p.d == 64 && v == "ws-128x128") return dispatch_ws<WsD64>(kp, p, a, t, s);
-    if (p.d == 64 && v == "ws-128x128-pp-e4") return dispatch_ws<WsD64PE4>(kp, p, a, t, s);
-    if (p.d == 64 && v == "ws-128x128-pp-e2") return dispatch_ws<WsD64PE2>(kp, p, a, t, s);
-    if (p.d == 128 && v == "ws-128x128-pp") return dispatch_ws<WsD128P>(kp, p, a, t, s);
+    if (p.d == 64 && v == "ws-128x128-pp") return dispatch_ws<WsD64P, false>(kp, p, a, t, s);
+    if (p.d == 64 && v == "ws-128x128-pp-split") return dispatch_ws<WsD64P, true>(kp, p, a, t, s);
+    if (p.d == 64 && v == "ws-128x128") return dispatch_ws<WsD64, false>(kp, p, a, t, s);
+    if (p.d == 64 && v == "ws-128x128-pp-e4") return dispatch_ws<WsD64PE4, false>(kp, p, a, t, s);
+    if (p.d == 64 && v == "ws-128x128-pp-e4-split") return dispatch_ws<WsD64PE4, true>(kp, p, a, t, s);
+    if (p.d == 64 && v == "ws-128x128-pp-e2") return dispatch_ws<WsD64PE2, false>(kp, p, a, t, s);
+    if (p.d == 64 && v == "ws-128x128-pp-e4-s3") return dispatch_ws<WsD64PE4S3, false>(kp, p, a, t, s);
+    if (p.d == 128 && v == "ws-128x128-pp") return dispatch_ws<WsD128P, false>(kp, p, a, t, s);
+    if (p.d == 128 && v == "ws-128x128-pp-split") return dispatch_ws<WsD128P, true>(kp, p, a, t, s);
   }
   if (v.rfind("wgmma", 0) == 0) {
     LONGMIX_REQUIRE(wgmma_usable(), "flash-own: variant ", v, " needs a compute capability 9.0 (Hopper) GPU");
@@ -1067,6 +1349,9 @@ std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, 
     CUDA_CHECK(cudaEventCreate(&e1));
     float best_ms = 1e30f;
     for (const auto& v : variants) {
+      const Buffer<char> ws = flash_own_workspace(q, v, alloc, s);
+      a.workspace = const_cast<char*>(ws.data());
+      a.workspace_bytes = ws.bytes();
       flash_own_forward(q, t, a, s, v);
       float ms_min = 1e30f;
       for (int i = 0; i < 3; ++i) {

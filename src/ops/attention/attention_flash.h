@@ -21,6 +21,10 @@ struct FlashOwnArgs {
   void* o = nullptr;
   float* lse = nullptr;
   std::int64_t ld_in = 0, ld_o = 0;
+  // Scratch of the -split variants (flash_own_workspace): zeroed before its first use, left
+  // zeroed by every call; nullptr / 0 for the other variants.
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
 };
 
 // Empty when flash-own can run (p, t) on this device with these strides, else the reason.
@@ -30,13 +34,22 @@ std::string flash_own_unsupported(const AttentionParams& p, DType t);
 // them all, the tests check them all.
 std::vector<std::string> flash_own_variants(const AttentionParams& p);
 
+// Bytes of workspace `variant` needs for p on this device: 0 unless it is a -split variant and
+// p's grid is too short to keep every SM busy (fewer query blocks of 128 rows than ~1.3 per SM
+// when causal, ~0.7 when not), then B·H · L/128 · chunks · (d/8 + 1) · 4 KB (e.g. 19 MB at L = 4k, H = 4, d = 64).
+std::size_t flash_own_workspace_bytes(const AttentionParams& p, const std::string& variant);
+
+// That workspace from alloc, zeroed on s (an empty buffer when none is needed).
+Buffer<char> flash_own_workspace(const AttentionParams& p, const std::string& variant, Allocator& alloc,
+                                 cudaStream_t s);
+
 // Plan-time tuning: times every variant (one warm-up and three timed calls each, CUDA events) on
 // scratch inputs of this shape from `alloc` — at most 256k rows, the ranking of longer lengths
 // being that of 256k — and returns the fastest; cached per shape for the process. Falls back to
 // the first variant when the scratch inputs do not fit. Synchronises `s`: call it at setup.
 std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, cudaStream_t s);
 
-// One forward on ctx.stream (no workspace: O(L) memory is the output and the LSE).
+// One forward on s. Memory is O(L): the output, the LSE and, for -split variants, the workspace.
 void flash_own_forward(const AttentionParams& p, DType t, const FlashOwnArgs& a, cudaStream_t s,
                        const std::string& variant = "");
 

@@ -171,6 +171,12 @@ for stage in "$@"; do
         echo "ncu $impl rc=$?" | tee -a $LOG
       done
       ;;
+    fusedquick)  # hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
+      timeout 300 $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths ${FUSED_L:-4k,128k,1M} \
+        --out /tmp/fq --quiet 2>&1 | tail -2 | tee -a $LOG
+      cut -d, -f1-3,9,22 /tmp/fq/results_hyena.csv | tee -a $LOG
+      cp /tmp/fq/results_hyena.csv $OUT/fusedquick_results_hyena.csv
+      ;;
     hyenatests)  # the Hyena GPU tests alone (both impls), 8 shards
       hyena_tests
       ;;

@@ -25,59 +25,96 @@ constexpr int kMaxMid = 12;   // inner MLP layers held in shared memory at once
 constexpr std::int64_t kMinFft = 4096, kMaxFft = 1ll << 22;
 
 // Filter MLP, every layer but the last (SPEC §3 step 4): act (L, F) = Sin(… Sin(Linear(z_pos))).
-// A block holds kTB time points; thread (f, ty) computes output f of time points ty·4 … ty·4+3,
-// so the weights are read once per 4 outputs and activations as float4 broadcasts. Weights
-// packed by the plan (rows past F are zero, so the loops need no guards).
+// 256 threads a block; thread (fg, tg) computes kOut outputs kOut·fg … of 4 time points 4·tg …
+// (a kOut × 4 register tile), a block 16·kOut time points. kOut = 4 (long L): each input step is
+// two 16-byte shared loads (four weights, four activations) for 16 FMAs; kOut = 1 (short L, where
+// blocks are few and each block's load of the weights dominates): 4 FMAs a step, 4× the blocks.
+// Weights packed by the plan (rows past F are zero, so the loops need no guards).
 // v1 gave each thread a whole time point (64 outputs × 64 inputs in registers): 536 µs at 128k,
-// 171 µs at 4k (only L/128 blocks; latency-bound). Rejected.
-constexpr int kTB = 16, kAS = kTB + 4;  // time points a block; activation row stride (banks)
-__global__ void __launch_bounds__(kFM * kTB / 4) filter_hidden_kernel(
+// 171 µs at 4k (only L/128 blocks; latency-bound). v2 (kOut = 1 everywhere): 192 µs at 128k
+// (ncu, 1.5 GHz), shared-load bound.
+constexpr int kHiddenThreads = 256;
+template <int kOut>
+constexpr int hidden_points() { return 16 * kOut; }  // time points a block
+template <int kOut>
+constexpr int hidden_stride() { return hidden_points<kOut>() + 4; }  // activation row stride (floats)
+template <int kOut>
+__device__ __forceinline__ void load_out(const float* p, float (&v)[kOut]) {
+  if constexpr (kOut == 4) {
+    const float4 x = *reinterpret_cast<const float4*>(p);
+    v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
+  } else {
+#pragma unroll
+    for (int j = 0; j < kOut; ++j) v[j] = p[j];
+  }
+}
+template <int kOut>
+__global__ void __launch_bounds__(kHiddenThreads) filter_hidden_kernel(
     const float* __restrict__ pz, int E, std::int64_t L, const float* __restrict__ packed, int packed_n, int nmid,
     int F, float* __restrict__ act) {
+  constexpr int kGroups = kFM / kOut, kAS = hidden_stride<kOut>();
   extern __shared__ __align__(16) float sm[];
   float* as = sm;                      // [kFM][kAS]: activations, input-major
   float* wts = sm + kFM * kAS;         // the packed weights
-  const int tid = threadIdx.y * kFM + threadIdx.x, nth = kFM * kTB / 4;
-  for (int i = tid; i < packed_n; i += nth) wts[i] = packed[i];
+  const int tid = threadIdx.x;
+  for (int i = tid; i < packed_n; i += kHiddenThreads) wts[i] = packed[i];
   const float* W0 = wts;               // (kFM, E)
   const float* b0 = W0 + kFM * E;      // (kFM)
   const float* freq = b0 + kFM;        // (kFM)
   const float* mid = freq + kFM;       // nmid × [WT (kFM in, kFM out), b (kFM)]
-  const int f = threadIdx.x, t4 = threadIdx.y * 4;
-  const std::int64_t tb = std::int64_t(blockIdx.x) * kTB;
+  const int f0 = (tid % kGroups) * kOut, t0 = (tid / kGroups) * 4;
+  const std::int64_t tb = std::int64_t(blockIdx.x) * hidden_points<kOut>();
   __syncthreads();
-  float a[4];
+  float a[kOut][4];  // [output j][time point i]
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const std::int64_t t = std::min<std::int64_t>(tb + t4 + j, L - 1);
-    float acc = b0[f];
-    for (int e = 0; e < E; ++e) acc += W0[f * E + e] * pz[t * E + e];
-    a[j] = sinf(freq[f] * acc);
+  for (int i = 0; i < 4; ++i) {
+    const std::int64_t t = std::min<std::int64_t>(tb + t0 + i, L - 1);
+#pragma unroll
+    for (int j = 0; j < kOut; ++j) {
+      float acc = b0[f0 + j];
+      for (int e = 0; e < E; ++e) acc += W0[(f0 + j) * E + e] * pz[t * E + e];
+      a[j][i] = sinf(freq[f0 + j] * acc);
+    }
   }
+  float fr[kOut];
+  load_out<kOut>(freq + f0, fr);
   for (int l = 0; l < nmid; ++l) {
-    *reinterpret_cast<float4*>(as + f * kAS + t4) = make_float4(a[0], a[1], a[2], a[3]);
+#pragma unroll
+    for (int j = 0; j < kOut; ++j)
+      *reinterpret_cast<float4*>(as + (f0 + j) * kAS + t0) = make_float4(a[j][0], a[j][1], a[j][2], a[j][3]);
     __syncthreads();
     const float* WT = mid + l * (kFM * kFM + kFM);
-    float acc[4];
+    float bias[kOut];
+    load_out<kOut>(WT + kFM * kFM + f0, bias);
+    float acc[kOut][4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) acc[j] = WT[kFM * kFM + f];
-#pragma unroll 16
+    for (int j = 0; j < kOut; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[j][i] = bias[j];
+#pragma unroll 8
     for (int e = 0; e < kFM; ++e) {
-      const float w = WT[e * kFM + f];
-      const float4 x = *reinterpret_cast<const float4*>(as + e * kAS + t4);
-      acc[0] += w * x.x;
-      acc[1] += w * x.y;
-      acc[2] += w * x.z;
-      acc[3] += w * x.w;
+      float wv[kOut];
+      load_out<kOut>(WT + e * kFM + f0, wv);
+      const float4 x = *reinterpret_cast<const float4*>(as + e * kAS + t0);
+      const float xv[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+      for (int j = 0; j < kOut; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[j][i] = fmaf(wv[j], xv[i], acc[j][i]);
     }
 #pragma unroll
-    for (int j = 0; j < 4; ++j) a[j] = sinf(freq[f] * acc[j]);
+    for (int j = 0; j < kOut; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[j][i] = sinf(fr[j] * acc[j][i]);
     __syncthreads();
   }
-  if (f < F) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
-      if (tb + t4 + j < L) act[(tb + t4 + j) * F + f] = a[j];
+  for (int i = 0; i < 4; ++i) {
+    const std::int64_t t = tb + t0 + i;
+    if (t >= L) break;
+#pragma unroll
+    for (int j = 0; j < kOut; ++j)
+      if (f0 + j < F) act[t * F + f0 + j] = a[j][i];
   }
 }
 
@@ -203,7 +240,18 @@ struct HyenaFusedPlan::Impl {
     return P;
   }
 
-  std::size_t hidden_smem() const { return (kFM * kAS + packed_n) * sizeof(float); }
+  // Filter hidden layers: 4 outputs × 4 time points a thread, 1 × 4 below 32k (more blocks).
+  static constexpr int kOutLong = 4, kOutShort = 1;
+  bool hidden_short() const { return opt.filter_tile ? opt.filter_tile == 1 : L < 32768; }
+  template <int kOut>
+  std::size_t hidden_smem() const { return (kFM * hidden_stride<kOut>() + packed_n) * sizeof(float); }
+  template <int kOut>
+  void launch_hidden(float* act) {
+    constexpr int kTP = hidden_points<kOut>();
+    filter_hidden_kernel<kOut><<<unsigned((L + kTP - 1) / kTP), kHiddenThreads, hidden_smem<kOut>(), ctx.stream>>>(
+        f(pz), cfg.emb_dim, L, f(mlp_packed), packed_n, cfg.num_inner_mlps, F, act);
+    CUDA_CHECK_LAUNCH();
+  }
   void col(bool fwd, const PassParams& P, std::int64_t pairs) {
     LONGMIX_SIZE_SWITCH(N1, fused::launch_col, fwd, opt.fp16_spectra, P, pairs, ctx.stream);
   }
@@ -213,9 +261,8 @@ struct HyenaFusedPlan::Impl {
 
   // The filter's pass-A transform (Dh/2 pairs) into tf, from the weights alone.
   void filter_transform(void* tf, float* act, float* h) {
-    filter_hidden_kernel<<<unsigned((L + kTB - 1) / kTB), dim3(kFM, kTB / 4), hidden_smem(), ctx.stream>>>(
-        f(pz), cfg.emb_dim, L, f(mlp_packed), packed_n, cfg.num_inner_mlps, F, act);
-    CUDA_CHECK_LAUNCH();
+    if (hidden_short()) launch_hidden<kOutShort>(act);
+    else launch_hidden<kOutLong>(act);
     // Column-major h (L, Dh) = actᵀ (L, F) · W_lastᵀ: row-major h (Dh, L). TF32 tensor cores.
     const float one = 1.0f, zero = 0.0f;
     CUBLAS_CHECK(cublasGemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(L), int(Dh), F, &one, act, CUDA_R_32F, F,
@@ -338,6 +385,8 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   m.N = fft_size_for(L);
   split(m.N, &m.N1, &m.N2);
   m.ssz = opt.fp16_spectra ? 4 : 8;
+  LONGMIX_REQUIRE(opt.filter_tile == 0 || opt.filter_tile == 1 || opt.filter_tile == 4,
+                  "hyena-fused: filter_tile must be 0, 1 or 4, not ", opt.filter_tile);
   LONGMIX_REQUIRE(m.N2 % col_width_of(m.N1) == 0, "hyena-fused: N2=", m.N2, " is not a multiple of the column width");
   Allocator& a = *ctx.alloc;
   cudaStream_t s = ctx.stream;
@@ -373,8 +422,10 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
     }
     m.packed_n = static_cast<int>(pk.size());
     m.mlp_packed = upload_as(a, pk, DType::kF32, s);
-    CUDA_CHECK(cudaFuncSetAttribute(filter_hidden_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    int(m.hidden_smem())));
+    CUDA_CHECK(cudaFuncSetAttribute(filter_hidden_kernel<Impl::kOutLong>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(m.hidden_smem<Impl::kOutLong>())));
+    CUDA_CHECK(cudaFuncSetAttribute(filter_hidden_kernel<Impl::kOutShort>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(m.hidden_smem<Impl::kOutShort>())));
   }
   LONGMIX_SIZE_SWITCH(m.N1, fused::prepare_size, );
   LONGMIX_SIZE_SWITCH(m.N2, fused::prepare_size, );

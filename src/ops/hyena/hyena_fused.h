@@ -31,6 +31,7 @@ namespace longmix {
 struct HyenaFusedOptions {
   bool fp16_spectra = true;  // intermediates between FFT passes as __half2 (else float2)
   bool graph = true;         // replay the forward as one CUDA graph
+  int filter_tile = 0;       // filter hidden layers: outputs per thread (1 or 4; 0 picks by L)
 };
 
 class HyenaFusedPlan {

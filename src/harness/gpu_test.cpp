@@ -357,6 +357,51 @@ TEST(HyenaCudaLimits, OddWidthAndLongShortFilterAreClearMessages) {
   cfg.short_filter_order = 10;
   EXPECT_NE(hyena_cuda_unsupported(cfg, DType::kBF16).find("up to 9"), std::string::npos);
 }
+
+// flash-own's -split plan (host-side, no GPU needed): every (query block, key tile) in exactly one
+// item, items longest first and no longer than the chunk, a cut only where the grid is short.
+TEST(FlashOwnSplitPlan, CoversEveryKeyTileOnceLongestFirst) {
+  struct Case {
+    std::int64_t B, L, H;
+    bool causal, cut;
+  };
+  for (const Case& k : {Case{1, 4096, 4, true, true}, Case{2, 1000, 2, false, true}, Case{2, 1000, 2, true, true},
+                        Case{1, 4096, 16, true, false}, Case{1, 16384, 4, true, false}, Case{1, 1, 1, true, false},
+                        Case{1, 131072, 4, true, false}, Case{1, 16384, 1, true, true}}) {
+    const AttentionParams p{k.B, k.L, k.H, 64, k.causal, 0};
+    const FlashSplitPlan sp = flash_own_split_plan(p, 132);
+    const std::string what = "L=" + std::to_string(k.L) + " H=" + std::to_string(k.H) + (k.causal ? " causal" : "");
+    EXPECT_EQ(sp.cut(), k.cut) << what << ": chunk " << sp.chunk << " of " << sp.n_max;
+    EXPECT_EQ(sp.num_m, (k.L + 127) / 128) << what;
+    if (!sp.cut()) {
+      EXPECT_TRUE(sp.items.empty()) << what;
+      continue;
+    }
+    EXPECT_LE(static_cast<int>(sp.items.size()), kFlashSplitMaxItems) << what;
+    std::vector<std::vector<int>> seen(sp.num_m);  // per block: how often each key tile is visited
+    int last_len = sp.chunk, s_max = 0;
+    for (const auto& [m, c] : sp.items) {
+      ASSERT_GE(m, 0);
+      ASSERT_LT(m, sp.num_m);
+      const int n = k.causal ? std::min(sp.num_m, m + 1) : sp.num_m;
+      seen[m].resize(n);
+      const int len = std::min(sp.chunk, n - c * sp.chunk);
+      ASSERT_GT(len, 0) << what << ": empty chunk " << c << " of block " << m;
+      EXPECT_LE(len, last_len) << what << ": not longest first";
+      last_len = len;
+      for (int t = c * sp.chunk; t < c * sp.chunk + len; ++t) ++seen[m][t];
+      s_max = std::max(s_max, c + 1);
+    }
+    EXPECT_EQ(s_max, sp.s_max) << what;
+    for (int m = 0; m < sp.num_m; ++m) {
+      const int n = k.causal ? std::min(sp.num_m, m + 1) : sp.num_m;
+      ASSERT_EQ(static_cast<int>(seen[m].size()), n) << what << ": block " << m << " has no item";
+      for (int t = 0; t < n; ++t) EXPECT_EQ(seen[m][t], 1) << what << ": block " << m << " tile " << t;
+    }
+  }
+  // 4k, H = 4: 128 blocks for 132 SMs, the longest 32 tiles against a mean of 16: chunks of 8.
+  EXPECT_EQ(flash_own_split_plan(AttentionParams{1, 4096, 4, 64, true, 0}, 132).chunk, 8);
+}
 #endif
 
 TEST(GpuAvailability, ReasonIsGivenWithoutAGpu) {

@@ -819,7 +819,7 @@ __device__ __forceinline__ void tma_tile(std::uint32_t dst, const CUtensorMap* m
 // the other slots into its registers and writes O and LSE, then zeroes the counter again, so the
 // workspace needs zeroing once only. One chunk per block: the plain epilogue, nothing written.
 struct SplitPlan {
-  static constexpr int kMaxItems = 512;  // 2 KB of kernel parameters
+  static constexpr int kMaxItems = kFlashSplitMaxItems;  // 2 KB of kernel parameters
   int n_items, bh, chunk, s_max, num_m;
   float* part;         // slots [bh][m_block][s_max], each (kD / 8 + 1) · 256 float4
   unsigned* count;     // [bh][m_block]
@@ -1109,81 +1109,36 @@ int sm_count() {
   return n;
 }
 
-// How a -split variant cuts p's key ranges (128-row query blocks, 128-key tiles): chunk ==
-// n_max means no cut. A cut pays when the longest block's tiles exceed 1.5× the mean load per
-// SM (causal grids of fewer than ~1.3 blocks per SM); chunks of half that mean then leave the
-// longest-first order within a chunk of the mean.
-struct SplitShape {
-  int num_m, n_max, chunk, s_max;
-  std::int64_t bh;
-  bool split() const { return chunk < n_max; }
-};
-SplitShape split_shape(const AttentionParams& p) {
-  constexpr int kTile = 128;
-  SplitShape sh{};
-  sh.bh = p.B * p.H;
-  sh.num_m = static_cast<int>((p.L + kTile - 1) / kTile);
-  const int nb = sh.num_m;
-  auto n_of = [&](int m) { return p.causal ? std::min(nb, m + 1) : nb; };
-  sh.n_max = n_of(sh.num_m - 1);
-  sh.chunk = sh.n_max;
-  sh.s_max = 1;
-  if (sh.num_m > SplitPlan::kMaxItems) return sh;  // more blocks than SMs anyway: no cut
-  std::int64_t work = 0;  // key tiles of one b·h
-  for (int m = 0; m < sh.num_m; ++m) work += n_of(m);
-  const double mean = static_cast<double>(work * sh.bh) / sm_count();
-  if (sh.n_max <= 1.5 * mean) return sh;
-  sh.chunk = std::max(1, static_cast<int>(std::ceil(mean / 2)));
-  auto items = [&](int c) {
-    std::int64_t n = 0;
-    for (int m = 0; m < sh.num_m; ++m) n += (n_of(m) + c - 1) / c;
-    return n;
-  };
-  while (sh.chunk < sh.n_max && items(sh.chunk) > SplitPlan::kMaxItems) sh.chunk *= 2;
-  sh.chunk = std::min(sh.chunk, sh.n_max);
-  sh.s_max = (sh.n_max + sh.chunk - 1) / sh.chunk;
-  return sh;
-}
 std::size_t split_slot_bytes(int d) { return static_cast<std::size_t>(d / 8 + 1) * 256 * 16; }
-std::size_t split_part_bytes(const SplitShape& sh, int d) {
-  return static_cast<std::size_t>(sh.bh) * sh.num_m * sh.s_max * split_slot_bytes(d);
+std::size_t split_part_bytes(const FlashSplitPlan& sp, std::int64_t bh, int d) {
+  return static_cast<std::size_t>(bh) * sp.num_m * sp.s_max * split_slot_bytes(d);
 }
-std::size_t split_workspace_bytes(const SplitShape& sh, int d) {
-  if (!sh.split()) return 0;
-  return split_part_bytes(sh, d) + static_cast<std::size_t>(sh.bh) * sh.num_m * sizeof(unsigned);
-}
-
-// The items of a cut, longest first (ties: the later query block first), for every b·h alike.
-void fill_plan(SplitPlan& plan, const SplitShape& sh, const AttentionParams& p) {
-  std::vector<std::pair<int, std::uint32_t>> items;  // (length, m_block << 16 | chunk)
-  for (int m = sh.num_m - 1; m >= 0; --m) {
-    const int n = p.causal ? std::min(sh.num_m, m + 1) : sh.num_m;
-    for (int c = 0; c * sh.chunk < n; ++c)
-      items.emplace_back(std::min(sh.chunk, n - c * sh.chunk), static_cast<std::uint32_t>(m) << 16 | static_cast<std::uint32_t>(c));
-  }
-  std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  plan.n_items = static_cast<int>(items.size());
-  for (int i = 0; i < plan.n_items; ++i) plan.item[i] = items[i].second;
+std::size_t split_workspace_bytes(const FlashSplitPlan& sp, std::int64_t bh, int d) {
+  if (!sp.cut()) return 0;
+  return split_part_bytes(sp, bh, d) + static_cast<std::size_t>(bh) * sp.num_m * sizeof(unsigned);
 }
 
 template <class Tr, bool kSplit>
 void dispatch_ws(const KernelParams& kp, const AttentionParams& p, const FlashOwnArgs& a, DType t, cudaStream_t s) {
   const TmaMaps maps{make_tensor_map(a.q, p, a.ld_in, t, Tr::kBlockM), make_tensor_map(a.k, p, a.ld_in, t, Tr::kBlockN),
                      make_tensor_map(a.v, p, a.ld_in, t, Tr::kBlockN)};
-  const SplitShape sh = kSplit ? split_shape(p) : SplitShape{};
-  if (kSplit && sh.split()) {
-    const std::size_t need = split_workspace_bytes(sh, Tr::kHeadDim);
+  const FlashSplitPlan sp = kSplit ? flash_own_split_plan(p, sm_count()) : FlashSplitPlan{};
+  if (kSplit && sp.cut()) {
+    const std::int64_t bh = p.B * p.H;
+    const std::size_t need = split_workspace_bytes(sp, bh, Tr::kHeadDim);
     LONGMIX_REQUIRE(a.workspace && a.workspace_bytes >= need, "flash-own: this -split call needs ", need,
                     " bytes of zeroed workspace (flash_own_workspace), got ", a.workspace_bytes);
     SplitPlan plan;
-    fill_plan(plan, sh, p);
-    plan.bh = static_cast<int>(sh.bh);
-    plan.chunk = sh.chunk;
-    plan.s_max = sh.s_max;
-    plan.num_m = sh.num_m;
+    plan.n_items = static_cast<int>(sp.items.size());
+    for (int i = 0; i < plan.n_items; ++i)
+      plan.item[i] = static_cast<std::uint32_t>(sp.items[i].first) << 16 | static_cast<std::uint32_t>(sp.items[i].second);
+    plan.bh = static_cast<int>(bh);
+    plan.chunk = sp.chunk;
+    plan.s_max = sp.s_max;
+    plan.num_m = sp.num_m;
     plan.part = static_cast<float*>(a.workspace);
-    plan.count = reinterpret_cast<unsigned*>(static_cast<char*>(a.workspace) + split_part_bytes(sh, Tr::kHeadDim));
-    const dim3 grid(static_cast<unsigned>(static_cast<std::int64_t>(plan.n_items) * sh.bh));
+    plan.count = reinterpret_cast<unsigned*>(static_cast<char*>(a.workspace) + split_part_bytes(sp, bh, Tr::kHeadDim));
+    const dim3 grid(static_cast<unsigned>(static_cast<std::int64_t>(plan.n_items) * bh));
     with_types(t, p.causal, [&](auto x, auto causal) {
       if constexpr (kSplit)
         launch_on<flash_fwd_ws_kernel<Tr, decltype(x), decltype(causal)::value, true>, Tr>(grid, s, maps, kp, plan);
@@ -1251,10 +1206,44 @@ namespace {
 bool is_split(const std::string& v) { return v.size() > 6 && v.compare(v.size() - 6, 6, "-split") == 0; }
 }  // namespace
 
+// A cut pays when the longest block's tiles exceed 1.5× the mean load per SM (causal grids of
+// fewer than ~1.3 blocks per SM); chunks of half that mean then leave the longest-first order
+// within a chunk of the mean. Blocks of 128 rows, tiles of 128 keys (the ws kernels' tile).
+FlashSplitPlan flash_own_split_plan(const AttentionParams& p, int n_sm) {
+  constexpr int kTile = 128;
+  FlashSplitPlan sp;
+  sp.num_m = static_cast<int>((p.L + kTile - 1) / kTile);
+  const int nb = sp.num_m;
+  auto n_of = [&](int m) { return p.causal ? std::min(nb, m + 1) : nb; };
+  sp.n_max = n_of(sp.num_m - 1);
+  sp.chunk = sp.n_max;
+  if (sp.num_m > kFlashSplitMaxItems) return sp;  // more blocks than SMs anyway: no cut
+  std::int64_t work = 0;  // key tiles of one b·h
+  for (int m = 0; m < sp.num_m; ++m) work += n_of(m);
+  const double mean = static_cast<double>(work * p.B * p.H) / std::max(n_sm, 1);
+  if (sp.n_max <= 1.5 * mean) return sp;
+  sp.chunk = std::max(1, static_cast<int>(std::ceil(mean / 2)));
+  auto count = [&](int c) {
+    std::int64_t n = 0;
+    for (int m = 0; m < sp.num_m; ++m) n += (n_of(m) + c - 1) / c;
+    return n;
+  };
+  while (sp.chunk < sp.n_max && count(sp.chunk) > kFlashSplitMaxItems) sp.chunk *= 2;
+  sp.chunk = std::min(sp.chunk, sp.n_max);
+  if (!sp.cut()) return sp;
+  sp.s_max = (sp.n_max + sp.chunk - 1) / sp.chunk;
+  std::vector<std::pair<int, std::pair<int, int>>> items;  // (length, (block, chunk))
+  for (int m = sp.num_m - 1; m >= 0; --m)
+    for (int c = 0; c * sp.chunk < n_of(m); ++c) items.push_back({std::min(sp.chunk, n_of(m) - c * sp.chunk), {m, c}});
+  std::stable_sort(items.begin(), items.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  for (const auto& it : items) sp.items.push_back(it.second);
+  return sp;
+}
+
 std::size_t flash_own_workspace_bytes(const AttentionParams& p, const std::string& variant) {
   const std::string v = variant.empty() ? flash_own_variants(p).front() : variant;
   if (!is_split(v) || !wgmma_usable()) return 0;
-  return split_workspace_bytes(split_shape(p), static_cast<int>(p.d));
+  return split_workspace_bytes(flash_own_split_plan(p, sm_count()), p.B * p.H, static_cast<int>(p.d));
 }
 
 Buffer<char> flash_own_workspace(const AttentionParams& p, const std::string& variant, Allocator& alloc, cudaStream_t s) {

@@ -7,6 +7,7 @@
 // layer's qkv); o: (B, L, H, d) with rows ld_o apart; lse: (B, H, L) fp32.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/cuda_context.h"
@@ -38,6 +39,18 @@ std::vector<std::string> flash_own_variants(const AttentionParams& p);
 // p's grid is too short to keep every SM busy (fewer query blocks of 128 rows than ~1.3 per SM
 // when causal, ~0.7 when not), then B·H · L/128 · chunks · (d/8 + 1) · 4 KB (e.g. 19 MB at L = 4k, H = 4, d = 64).
 std::size_t flash_own_workspace_bytes(const AttentionParams& p, const std::string& variant);
+
+// How the -split variants cut p's key ranges on a GPU of n_sm SMs (host-only; exposed for tests):
+// query blocks of 128 rows, key tiles of 128; chunk == n_max means no cut (items empty), else the
+// (query block, chunk index) items, longest first, each covering chunk key tiles (the last of a
+// block fewer), counted from the diagonal down.
+inline constexpr int kFlashSplitMaxItems = 512;
+struct FlashSplitPlan {
+  int num_m = 0, n_max = 0, chunk = 0, s_max = 1;
+  std::vector<std::pair<int, int>> items;
+  bool cut() const { return chunk < n_max; }
+};
+FlashSplitPlan flash_own_split_plan(const AttentionParams& p, int n_sm);
 
 // That workspace from alloc, zeroed on s (an empty buffer when none is needed).
 Buffer<char> flash_own_workspace(const AttentionParams& p, const std::string& variant, Allocator& alloc,

@@ -1063,7 +1063,7 @@ void with_types(DType t, bool causal, F&& f) {
 }
 
 template <class Tr, bool kWgmma>
-void dispatch(const KernelParams& kp, const AttentionParams& p, DType t, cudaStream_t s) {
+void dispatch(const KernelParams& kp, const AttentionParams& p, const FlashOwnArgs&, DType t, cudaStream_t s) {
   with_types(t, p.causal, [&](auto x, auto causal) {
     using T = decltype(x);
     constexpr bool kCausal = decltype(causal)::value;
@@ -1122,28 +1122,29 @@ template <class Tr, bool kSplit>
 void dispatch_ws(const KernelParams& kp, const AttentionParams& p, const FlashOwnArgs& a, DType t, cudaStream_t s) {
   const TmaMaps maps{make_tensor_map(a.q, p, a.ld_in, t, Tr::kBlockM), make_tensor_map(a.k, p, a.ld_in, t, Tr::kBlockN),
                      make_tensor_map(a.v, p, a.ld_in, t, Tr::kBlockN)};
-  const FlashSplitPlan sp = kSplit ? flash_own_split_plan(p, sm_count()) : FlashSplitPlan{};
-  if (kSplit && sp.cut()) {
-    const std::int64_t bh = p.B * p.H;
-    const std::size_t need = split_workspace_bytes(sp, bh, Tr::kHeadDim);
-    LONGMIX_REQUIRE(a.workspace && a.workspace_bytes >= need, "flash-own: this -split call needs ", need,
-                    " bytes of zeroed workspace (flash_own_workspace), got ", a.workspace_bytes);
-    SplitPlan plan;
-    plan.n_items = static_cast<int>(sp.items.size());
-    for (int i = 0; i < plan.n_items; ++i)
-      plan.item[i] = static_cast<std::uint32_t>(sp.items[i].first) << 16 | static_cast<std::uint32_t>(sp.items[i].second);
-    plan.bh = static_cast<int>(bh);
-    plan.chunk = sp.chunk;
-    plan.s_max = sp.s_max;
-    plan.num_m = sp.num_m;
-    plan.part = static_cast<float*>(a.workspace);
-    plan.count = reinterpret_cast<unsigned*>(static_cast<char*>(a.workspace) + split_part_bytes(sp, bh, Tr::kHeadDim));
-    const dim3 grid(static_cast<unsigned>(static_cast<std::int64_t>(plan.n_items) * bh));
-    with_types(t, p.causal, [&](auto x, auto causal) {
-      if constexpr (kSplit)
+  if constexpr (kSplit) {
+    const FlashSplitPlan sp = flash_own_split_plan(p, sm_count());
+    if (sp.cut()) {
+      const std::int64_t bh = p.B * p.H;
+      const std::size_t need = split_workspace_bytes(sp, bh, Tr::kHeadDim);
+      LONGMIX_REQUIRE(a.workspace && a.workspace_bytes >= need, "flash-own: this -split call needs ", need,
+                      " bytes of zeroed workspace (flash_own_workspace), got ", a.workspace_bytes);
+      SplitPlan plan;
+      plan.n_items = static_cast<int>(sp.items.size());
+      for (int i = 0; i < plan.n_items; ++i)
+        plan.item[i] = static_cast<std::uint32_t>(sp.items[i].first) << 16 | static_cast<std::uint32_t>(sp.items[i].second);
+      plan.bh = static_cast<int>(bh);
+      plan.chunk = sp.chunk;
+      plan.s_max = sp.s_max;
+      plan.num_m = sp.num_m;
+      plan.part = static_cast<float*>(a.workspace);
+      plan.count = reinterpret_cast<unsigned*>(static_cast<char*>(a.workspace) + split_part_bytes(sp, bh, Tr::kHeadDim));
+      const dim3 grid(static_cast<unsigned>(static_cast<std::int64_t>(plan.n_items) * bh));
+      with_types(t, p.causal, [&](auto x, auto causal) {
         launch_on<flash_fwd_ws_kernel<Tr, decltype(x), decltype(causal)::value, true>, Tr>(grid, s, maps, kp, plan);
-    });
-    return;
+      });
+      return;
+    }
   }
   with_types(t, p.causal, [&](auto x, auto causal) {
     launch_grid<flash_fwd_ws_kernel<Tr, decltype(x), decltype(causal)::value, false>, Tr>(p, s, maps, kp, NoSplit{});
@@ -1192,6 +1193,38 @@ using WsD64PE2 = WsTraits<64, 2, true, 2>;
 // of copy latency hidden when K/V come from DRAM rather than L2 (128k and longer).
 using WsD64PE4S3 = WsTraits<64, 3, true, 4>;
 
+// Every variant: head dim, name, whether it needs Hopper (wgmma, TMA), launcher. Listed in the
+// order flash_own_variants returns them; the first of a head dim is the default.
+using Launcher = void (*)(const KernelParams&, const AttentionParams&, const FlashOwnArgs&, DType, cudaStream_t);
+struct Variant {
+  int d;
+  const char* name;
+  bool hopper;
+  Launcher run;
+};
+const Variant kVariants[] = {
+    {64, "ws-128x128-pp", true, dispatch_ws<WsD64P, false>},
+    {64, "ws-128x128-pp-split", true, dispatch_ws<WsD64P, true>},
+    {64, "ws-128x128-pp-e4", true, dispatch_ws<WsD64PE4, false>},
+    {64, "ws-128x128-pp-e2", true, dispatch_ws<WsD64PE2, false>},
+    {64, "ws-128x128", true, dispatch_ws<WsD64, false>},
+    {64, "ws-128x128-pp-e4-split", true, dispatch_ws<WsD64PE4, true>},
+    {64, "ws-128x128-pp-e4-s3", true, dispatch_ws<WsD64PE4S3, false>},
+    {64, "wgmma-64x128-ovl", true, dispatch<WgD64C, true>},
+    {64, "wgmma-64x128", true, dispatch<WgD64D, true>},
+    {64, "wgmma-128x128-ovl", true, dispatch<WgD64B, true>},
+    {64, "wgmma-128x128", true, dispatch<WgD64A, true>},
+    {64, "mma-128x64w4", false, dispatch<MmaD64A, false>},
+    {64, "mma-128x128w8", false, dispatch<MmaD64B, false>},
+    {64, "mma-128x64w8", false, dispatch<MmaD64C, false>},
+    {128, "ws-128x128-pp", true, dispatch_ws<WsD128P, false>},
+    {128, "ws-128x128-pp-split", true, dispatch_ws<WsD128P, true>},
+    {128, "wgmma-128x128-ovl", true, dispatch<WgD128B, true>},
+    {128, "wgmma-128x128", true, dispatch<WgD128A, true>},
+    {128, "mma-128x64w8", false, dispatch<MmaD128A, false>},
+    {128, "mma-64x64w4", false, dispatch<MmaD128B, false>},
+};
+
 }  // namespace
 
 std::string flash_own_unsupported(const AttentionParams& p, DType t) {
@@ -1204,6 +1237,12 @@ std::string flash_own_unsupported(const AttentionParams& p, DType t) {
 
 namespace {
 bool is_split(const std::string& v) { return v.size() > 6 && v.compare(v.size() - 6, 6, "-split") == 0; }
+// The first variant of p's head dim (the one "" names).
+std::string default_variant(const AttentionParams& p) {
+  const auto v = flash_own_variants(p);
+  LONGMIX_REQUIRE(!v.empty(), "flash-own: no variant for head dim ", p.d);
+  return v.front();
+}
 }  // namespace
 
 // A cut pays when the longest block's tiles exceed 1.5× the mean load per SM (causal grids of
@@ -1241,8 +1280,9 @@ FlashSplitPlan flash_own_split_plan(const AttentionParams& p, int n_sm) {
 }
 
 std::size_t flash_own_workspace_bytes(const AttentionParams& p, const std::string& variant) {
-  const std::string v = variant.empty() ? flash_own_variants(p).front() : variant;
-  if (!is_split(v) || !wgmma_usable()) return 0;
+  if (!wgmma_usable()) return 0;
+  const std::string v = variant.empty() ? default_variant(p) : variant;
+  if (!is_split(v)) return 0;
   return split_workspace_bytes(flash_own_split_plan(p, sm_count()), p.B * p.H, static_cast<int>(p.d));
 }
 
@@ -1254,15 +1294,8 @@ Buffer<char> flash_own_workspace(const AttentionParams& p, const std::string& va
 
 std::vector<std::string> flash_own_variants(const AttentionParams& p) {
   std::vector<std::string> v;
-  if (wgmma_usable()) {
-    v = {"wgmma-128x128-ovl", "wgmma-128x128"};
-    if (p.d == 64) v.insert(v.begin(), {"wgmma-64x128-ovl", "wgmma-64x128"});
-    v.insert(v.begin(), "ws-128x128-pp");
-    if (p.d == 64) v.insert(v.begin() + 1, {"ws-128x128-pp-e4", "ws-128x128-pp-e2", "ws-128x128", "ws-128x128-pp-e4-split", "ws-128x128-pp-e4-s3"});
-    v.insert(v.begin() + 1, "ws-128x128-pp-split");
-  }
-  if (p.d == 64) for (const char* x : {"mma-128x64w4", "mma-128x128w8", "mma-128x64w8"}) v.push_back(x);
-  else for (const char* x : {"mma-128x64w8", "mma-64x64w4"}) v.push_back(x);
+  for (const Variant& x : kVariants)
+    if (x.d == p.d && (!x.hopper || wgmma_usable())) v.push_back(x.name);
   return v;
 }
 
@@ -1278,41 +1311,17 @@ void flash_own_forward(const AttentionParams& p, DType t, const FlashOwnArgs& a,
   KernelParams kp{static_cast<const char*>(a.q), static_cast<const char*>(a.k), static_cast<const char*>(a.v),
                   static_cast<char*>(a.o), a.lse, a.ld_in, a.ld_o, static_cast<int>(p.L), static_cast<int>(p.H),
                   p.softmax_scale() * 1.4426950408889634f};
-  const std::string v = variant.empty() ? flash_own_variants(p).front() : variant;
-  if (v.rfind("ws-", 0) == 0) {
+  const std::string v = variant.empty() ? default_variant(p) : variant;
+  if (v.rfind("ws-", 0) == 0 || v.rfind("wgmma", 0) == 0)
     LONGMIX_REQUIRE(wgmma_usable(), "flash-own: variant ", v, " needs a compute capability 9.0 (Hopper) GPU");
-    if (p.d == 64 && v == "ws-128x128-pp") return dispatch_ws<WsD64P, false>(kp, p, a, t, s);
-    if (p.d == 64 && v == "ws-128x128-pp-split") return dispatch_ws<WsD64P, true>(kp, p, a, t, s);
-    if (p.d == 64 && v == "ws-128x128") return dispatch_ws<WsD64, false>(kp, p, a, t, s);
-    if (p.d == 64 && v == "ws-128x128-pp-e4") return dispatch_ws<WsD64PE4, false>(kp, p, a, t, s);
-    if (p.d == 64 && v == "ws-128x128-pp-e4-split") return dispatch_ws<WsD64PE4, true>(kp, p, a, t, s);
-    if (p.d == 64 && v == "ws-128x128-pp-e2") return dispatch_ws<WsD64PE2, false>(kp, p, a, t, s);
-    if (p.d == 64 && v == "ws-128x128-pp-e4-s3") return dispatch_ws<WsD64PE4S3, false>(kp, p, a, t, s);
-    if (p.d == 128 && v == "ws-128x128-pp") return dispatch_ws<WsD128P, false>(kp, p, a, t, s);
-    if (p.d == 128 && v == "ws-128x128-pp-split") return dispatch_ws<WsD128P, true>(kp, p, a, t, s);
-  }
-  if (v.rfind("wgmma", 0) == 0) {
-    LONGMIX_REQUIRE(wgmma_usable(), "flash-own: variant ", v, " needs a compute capability 9.0 (Hopper) GPU");
-    if (p.d == 64 && v == "wgmma-128x128") return dispatch<WgD64A, true>(kp, p, t, s);
-    if (p.d == 64 && v == "wgmma-128x128-ovl") return dispatch<WgD64B, true>(kp, p, t, s);
-    if (p.d == 64 && v == "wgmma-64x128-ovl") return dispatch<WgD64C, true>(kp, p, t, s);
-    if (p.d == 64 && v == "wgmma-64x128") return dispatch<WgD64D, true>(kp, p, t, s);
-    if (p.d == 128 && v == "wgmma-128x128") return dispatch<WgD128A, true>(kp, p, t, s);
-    if (p.d == 128 && v == "wgmma-128x128-ovl") return dispatch<WgD128B, true>(kp, p, t, s);
-  }
-  if (p.d == 64) {
-    if (v == "mma-128x64w4") return dispatch<MmaD64A, false>(kp, p, t, s);
-    if (v == "mma-128x128w8") return dispatch<MmaD64B, false>(kp, p, t, s);
-    if (v == "mma-128x64w8") return dispatch<MmaD64C, false>(kp, p, t, s);
-  } else {
-    if (v == "mma-128x64w8") return dispatch<MmaD128A, false>(kp, p, t, s);
-    if (v == "mma-64x64w4") return dispatch<MmaD128B, false>(kp, p, t, s);
-  }
+  for (const Variant& x : kVariants)
+    if (x.d == p.d && v == x.name) return x.run(kp, p, a, t, s);
   throw InvalidArgument("flash-own: no variant '" + v + "' for head dim " + std::to_string(p.d));
 }
 
 std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, cudaStream_t s) {
   const auto variants = flash_own_variants(p);
+  LONGMIX_REQUIRE(!variants.empty(), "flash-own: no variant for head dim ", p.d);
   AttentionParams q = p;
   q.L = std::min<std::int64_t>(p.L, 262144);
   using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, int>;

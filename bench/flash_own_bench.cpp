@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "common/cuda_check.h"
 #include "common/cuda_context.h"
 #include "memory/cuda_allocator.h"
@@ -22,33 +23,7 @@
 
 using namespace longmix;
 
-namespace {
-
-template <typename F>
-double median_ms(F&& f, cudaStream_t s) {
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> t;
-  float total = 0;
-  while (t.size() < 10 || total < 200.0f) {
-    CUDA_CHECK(cudaEventRecord(a, s));
-    f();
-    CUDA_CHECK(cudaEventRecord(b, s));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-    total += ms;
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-}  // namespace
+using bench::median_ms;
 
 int main(int argc, char** argv) {
   std::vector<std::int64_t> lengths = {4096, 16384, 32768, 131072};

@@ -5,9 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rm -rf .carry/stage && mkdir -p .carry/stage/lib
-cp build/longmix build/gpu_test build/bench_flash_own .carry/stage/
-strip .carry/stage/longmix .carry/stage/gpu_test .carry/stage/bench_flash_own
-for lib in $(ldd build/longmix build/gpu_test build/bench_flash_own | awk '/=>/ {print $3}' | sort -u); do
+cp build/longmix build/gpu_test build/bench_flash_own build/bench_hyena_fused .carry/stage/
+strip .carry/stage/longmix .carry/stage/gpu_test .carry/stage/bench_flash_own .carry/stage/bench_hyena_fused
+for lib in $(ldd build/longmix build/gpu_test build/bench_flash_own build/bench_hyena_fused | awk '/=>/ {print $3}' | sort -u); do
   case "$lib" in
     /usr/local/cuda*|*/libc.so*|*/libm.so*|*/libdl.so*|*/libpthread.so*|*/librt.so*|*/libstdc++*|*/libgcc_s*) ;;
     *) cp -L "$lib" .carry/stage/lib/ ;;

@@ -20,6 +20,8 @@
 #   sanitizehc  memcheck/racecheck on two hyena-cuda cases (order 2 and 3, L = 77)
 #   flashquick  the flash-own tests and the d = 64 variant benchmark
 #   hyenatests  the Hyena GPU tests only (8 shards)
+#   fusedbench  bench_hyena_fused (column layouts, hyena-cuda; $FUSED_BENCH_L, $FUSED_BENCH_D), ncu
+#            kernel times of both layouts at 128k, sections of the wide column kernels
 #   fusedquick  hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
 #   sanitizeflash  memcheck/racecheck on two flash-own shapes (every variant)
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
@@ -170,6 +172,21 @@ for stage in "$@"; do
           $B/bench_flash_own ${FLASH_NCU_L:-32768} fp16 d64 $impl > $OUT/ncu_flash_$impl.txt 2>&1
         echo "ncu $impl rc=$?" | tee -a $LOG
       done
+      ;;
+    fusedbench)  # hyena-fused's column layouts and hyena-cuda (bench_hyena_fused), ncu kernel times of
+                 # both layouts at 128k (D = 256) and the column kernels' sections in the wide layout
+      timeout 300 $B/bench_hyena_fused ${FUSED_BENCH_L:-4096,131072,1048576} ${FUSED_BENCH_D:-256} 2>&1 | \
+        tee $OUT/bench_hyena_fused.txt | tee -a $LOG
+      for c in narrow wide; do
+        timeout 200 ncu --graph-profiling node --launch-count 30 --metrics gpu__time_duration.sum,dram__bytes.sum \
+          $B/bench_hyena_fused 131072 256 fused-$c > $OUT/ncu_fused_$c.txt 2>&1
+        echo "ncu fused-$c rc=$?" | tee -a $LOG
+      done
+      timeout 200 ncu --graph-profiling node --kernel-name-base demangled -k regex:'col_|row_' --launch-count 4 \
+        --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
+        --section MemoryWorkloadAnalysis --section SchedulerStats --section InstructionStats \
+        $B/bench_hyena_fused 131072 256 fused-wide > $OUT/ncu_fused_wide_detail.txt 2>&1
+      echo "ncu fused-wide detail rc=$?" | tee -a $LOG
       ;;
     fusedquick)  # hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
       timeout 300 $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths ${FUSED_L:-4k,128k,1M} \

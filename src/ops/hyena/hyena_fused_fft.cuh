@@ -126,31 +126,39 @@ __device__ __forceinline__ float2 twiddle(int m, int N, float sign) {
   return make_float2(c, s);
 }
 
-// Column FFTs of size N1, W columns per block (W coalesced neighbours along time). Elements
-// per thread: cuFFTDx's default, except 16 from N1 = 1024 on (its default 32 there left one
-// 8-column block of 32-thread FFTs: 14.1 ms at 512k against hyena-cuda's 13.2).
-template <int N1>
-constexpr int col_ept() { return N1 >= 1024 ? 16 : 0; }
-template <int N1, cufftdx::fft_direction Dir>
+// Column FFTs of size N1, W columns per block (W coalesced neighbours along time), 256 threads.
+// Two layouts, picked per plan (HyenaFusedOptions::columns):
+//   narrow: cuFFTDx's default elements per thread (16 from N1 = 1024 on: its default 32 there
+//           left one 8-column block of 32-thread FFTs, 14.1 ms at 512k against hyena-cuda's
+//           13.2); W = 4 at N1 = 512, so every row of a block is 4 time points — 8 bytes of fp16
+//           activations, 16 of spectra — a quarter or half of a 32-byte sector.
+//   wide:   16 threads per FFT (32 elements per thread at most), W = 16 at N1 ≤ 512 (8 at 1024):
+//           each row read or written is a whole sector or more.
+template <int N1, bool kWide>
+constexpr int col_ept() {
+  if constexpr (kWide) return N1 / 16 > 32 ? 32 : (N1 / 16 < 2 ? 2 : N1 / 16);
+  else return N1 >= 1024 ? 16 : 0;  // 0: cuFFTDx's default
+}
+template <int N1, bool kWide, cufftdx::fft_direction Dir>
 using ColBase = std::conditional_t<
-    (col_ept<N1>() > 0),
+    (col_ept<N1, kWide>() > 0),
     decltype(cufftdx::Size<N1>() + cufftdx::Precision<float>() + cufftdx::Type<cufftdx::fft_type::c2c>() +
              cufftdx::Direction<Dir>() + cufftdx::SM<900>() + cufftdx::Block() +
-             cufftdx::ElementsPerThread<(col_ept<N1>() > 0 ? col_ept<N1>() : 8)>()),
+             cufftdx::ElementsPerThread<(col_ept<N1, kWide>() > 0 ? col_ept<N1, kWide>() : 8)>()),
     decltype(cufftdx::Size<N1>() + cufftdx::Precision<float>() + cufftdx::Type<cufftdx::fft_type::c2c>() +
              cufftdx::Direction<Dir>() + cufftdx::SM<900>() + cufftdx::Block())>;
-template <int N1, cufftdx::fft_direction Dir, int W>
-using ColFftT = decltype(ColBase<N1, Dir>() + cufftdx::FFTsPerBlock<W>());
-template <int N1>
+template <int N1, bool kWide, cufftdx::fft_direction Dir, int W>
+using ColFftT = decltype(ColBase<N1, kWide, Dir>() + cufftdx::FFTsPerBlock<W>());
+template <int N1, bool kWide>
 struct ColCfg {
-  using Probe = ColBase<N1, cufftdx::fft_direction::forward>;
+  using Probe = ColBase<N1, kWide, cufftdx::fft_direction::forward>;
   static constexpr int kThreadsPerFft = N1 / Probe::elements_per_thread;
   // 256 threads a block (v1 had up to 1024: one block per SM, load/FFT/store phases never
   // overlapped; 0.5 TB/s at 128k), at least 2 and at most 16 columns.
   static constexpr int kW = 256 / kThreadsPerFft;
   static constexpr int W = kW < 2 ? 2 : (kW > 16 ? 16 : kW);
-  using Fwd = ColFftT<N1, cufftdx::fft_direction::forward, W>;
-  using Inv = ColFftT<N1, cufftdx::fft_direction::inverse, W>;
+  using Fwd = ColFftT<N1, kWide, cufftdx::fft_direction::forward, W>;
+  using Inv = ColFftT<N1, kWide, cufftdx::fft_direction::inverse, W>;
   static_assert(Fwd::block_dim.x == Inv::block_dim.x && Fwd::block_dim.y == W, "column FFT layout");
   static constexpr int kThreads = Fwd::block_dim.x * W;
   static constexpr int kTileBytes = N1 * (W + 1) * 8;
@@ -173,9 +181,9 @@ __device__ __forceinline__ void pair_channels(const PassParams& P, long long p, 
 
 // pass A. Grid (N2 / W, pairs). T: (pairs, N1, N2). Indices inside a pair are 32-bit
 // (N ≤ 2^22); twiddles W^{n2·k1} for k1 = x + i·stride by recurrence from two sincospif.
-template <int N1, typename S>
-__global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParams P) {
-  using Cfg = ColCfg<N1>;
+template <int N1, bool kWide, typename S>
+__global__ void __launch_bounds__(ColCfg<N1, kWide>::kThreads) col_fwd_kernel(PassParams P) {
+  using Cfg = ColCfg<N1, kWide>;
   using FFT = typename Cfg::Fwd;
   using CT = typename FFT::value_type;
   constexpr int W = Cfg::W, TW = W + 1, nth = Cfg::kThreads;
@@ -233,9 +241,9 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParam
 }
 
 // pass A⁻¹. Grid (N2 / W, signal pairs).
-template <int N1, typename S>
-__global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_inv_kernel(PassParams P) {
-  using Cfg = ColCfg<N1>;
+template <int N1, bool kWide, typename S>
+__global__ void __launch_bounds__(ColCfg<N1, kWide>::kThreads) col_inv_kernel(PassParams P) {
+  using Cfg = ColCfg<N1, kWide>;
   using FFT = typename Cfg::Inv;
   using CT = typename FFT::value_type;
   constexpr int W = Cfg::W, TW = W + 1, nth = Cfg::kThreads;
@@ -394,31 +402,44 @@ __global__ void __launch_bounds__(RowCfg<N2>::kThreads) row_kernel(PassParams P)
     store_c(T, threadIdx.x + i * FFT::stride, make_float2(td[i].x, td[i].y));
 }
 
+template <int N1, bool kWide>
+void prepare_col() {
+  using CC = ColCfg<N1, kWide>;
+  const auto a = cudaFuncAttributeMaxDynamicSharedMemorySize;
+  CUDA_CHECK(cudaFuncSetAttribute(col_fwd_kernel<N1, kWide, __half2>, a, CC::kSmem));
+  CUDA_CHECK(cudaFuncSetAttribute(col_fwd_kernel<N1, kWide, float2>, a, CC::kSmem));
+  CUDA_CHECK(cudaFuncSetAttribute(col_inv_kernel<N1, kWide, __half2>, a, CC::kSmem));
+  CUDA_CHECK(cudaFuncSetAttribute(col_inv_kernel<N1, kWide, float2>, a, CC::kSmem));
+}
+template <int N1, bool kWide>
+void launch_col_t(bool fwd, bool half, const PassParams& P, long long pairs, cudaStream_t s) {
+  using Cfg = ColCfg<N1, kWide>;
+  const dim3 grid(unsigned(P.N2 / Cfg::W), unsigned(pairs));
+  const dim3 block(Cfg::Fwd::block_dim.x, Cfg::W);
+  if (fwd && half) col_fwd_kernel<N1, kWide, __half2><<<grid, block, Cfg::kSmem, s>>>(P);
+  else if (fwd) col_fwd_kernel<N1, kWide, float2><<<grid, block, Cfg::kSmem, s>>>(P);
+  else if (half) col_inv_kernel<N1, kWide, __half2><<<grid, block, Cfg::kSmem, s>>>(P);
+  else col_inv_kernel<N1, kWide, float2><<<grid, block, Cfg::kSmem, s>>>(P);
+  CUDA_CHECK_LAUNCH();
+}
+
 #define LONGMIX_FUSED_LAUNCHERS(SIZE)                                                                 \
   template <>                                                                                          \
   void prepare_size<SIZE>() {                                                                          \
-    using CC = ColCfg<SIZE>;                                                                           \
     using RC = RowCfg<SIZE>;                                                                           \
+    prepare_col<SIZE, false>();                                                                        \
+    prepare_col<SIZE, true>();                                                                         \
     const auto a = cudaFuncAttributeMaxDynamicSharedMemorySize;                                        \
-    CUDA_CHECK(cudaFuncSetAttribute(col_fwd_kernel<SIZE, __half2>, a, CC::kSmem));                     \
-    CUDA_CHECK(cudaFuncSetAttribute(col_fwd_kernel<SIZE, float2>, a, CC::kSmem));                      \
-    CUDA_CHECK(cudaFuncSetAttribute(col_inv_kernel<SIZE, __half2>, a, CC::kSmem));                     \
-    CUDA_CHECK(cudaFuncSetAttribute(col_inv_kernel<SIZE, float2>, a, CC::kSmem));                      \
     CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, __half2>, a, RC::kSmem));                         \
     CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, float2>, a, RC::kSmem));                          \
   }                                                                                                    \
   template <>                                                                                          \
-  int col_width<SIZE>() { return ColCfg<SIZE>::W; }                                                    \
+  int col_width<SIZE>(bool wide) { return wide ? ColCfg<SIZE, true>::W : ColCfg<SIZE, false>::W; }     \
   template <>                                                                                          \
-  void launch_col<SIZE>(bool fwd, bool half, const PassParams& P, long long pairs, cudaStream_t s) {  \
-    using Cfg = ColCfg<SIZE>;                                                                          \
-    const dim3 grid(unsigned(P.N2 / Cfg::W), unsigned(pairs));                                         \
-    const dim3 block(Cfg::Fwd::block_dim.x, Cfg::W);                                                   \
-    if (fwd && half) col_fwd_kernel<SIZE, __half2><<<grid, block, Cfg::kSmem, s>>>(P);                 \
-    else if (fwd) col_fwd_kernel<SIZE, float2><<<grid, block, Cfg::kSmem, s>>>(P);                     \
-    else if (half) col_inv_kernel<SIZE, __half2><<<grid, block, Cfg::kSmem, s>>>(P);                   \
-    else col_inv_kernel<SIZE, float2><<<grid, block, Cfg::kSmem, s>>>(P);                              \
-    CUDA_CHECK_LAUNCH();                                                                               \
+  void launch_col<SIZE>(bool fwd, bool wide, bool half, const PassParams& P, long long pairs,          \
+                        cudaStream_t s) {                                                              \
+    if (wide) launch_col_t<SIZE, true>(fwd, half, P, pairs, s);                                        \
+    else launch_col_t<SIZE, false>(fwd, half, P, pairs, s);                                            \
   }                                                                                                    \
   template <>                                                                                          \
   void launch_row<SIZE>(bool half, const PassParams& P, long long pairs, cudaStream_t s) {             \

@@ -1,0 +1,37 @@
+// Shared by the GPU benchmarks: the median time of one enqueued call.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "common/cuda_check.h"
+
+namespace longmix::bench {
+
+// Median of >= 10 calls and >= 0.2 s of calls (CUDA events around each), after 3 warm-up calls.
+template <typename F>
+double median_ms(F&& f, cudaStream_t s) {
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<float> t;
+  float total = 0;
+  while (t.size() < 10 || total < 200.0f) {
+    CUDA_CHECK(cudaEventRecord(a, s));
+    f();
+    CUDA_CHECK(cudaEventRecord(b, s));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+    total += ms;
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace longmix::bench

@@ -1,10 +1,10 @@
-// hyena-fused's layouts next to hyena-cuda, same process, same inputs and weights (PyTorch's
+// hyena-fused next to hyena-cuda, same process, same inputs and weights (PyTorch's
 // default initialisation, seed 1): median layer time (B = 1, forward u → y, fp16) of >= 10
 // calls and >= 0.2 s (CUDA events), and the ratio to the first hyena-fused row of its length.
 // Prints figures; not a test.
 // Usage: bench_hyena_fused [lengths=4096,131072,1048576] [D=256] [impls]
-// impls: a comma list of hyena-cuda, fused (the default options), fused-narrow, fused-wide,
-// fused-cached (filter=cached, default layout); default: all.
+// impls: a comma list of fused (filter=recompute), fused-cached (filter=cached), hyena-cuda;
+// default: all.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -68,13 +68,10 @@ int main(int argc, char** argv) {
                   name.c_str(), ms, ms / first);
       std::fflush(stdout);
     };
-    struct Fused { const char* name; int columns; bool cached; };
-    for (const Fused f : {Fused{"fused", 0, false}, Fused{"fused-narrow", 1, false}, Fused{"fused-wide", 2, false},
-                          Fused{"fused-cached", 0, true}}) {
+    struct Fused { const char* name; bool cached; };
+    for (const Fused f : {Fused{"fused", false}, Fused{"fused-cached", true}}) {
       if (!wanted(f.name)) continue;
-      HyenaFusedOptions opt;
-      opt.columns = f.columns;
-      HyenaFusedPlan plan(w, 1, L, DType::kF16, f.cached, ctx, opt);
+      HyenaFusedPlan plan(w, 1, L, DType::kF16, f.cached, ctx);
       row(f.name, median_ms([&] { plan.forward(u.data(), y.data()); }, ctx.stream));
     }
     if (wanted("hyena-cuda")) {

@@ -13,6 +13,6 @@ for lib in $(ldd build/longmix build/gpu_test build/bench_flash_own build/bench_
     *) cp -L "$lib" .carry/stage/lib/ ;;
   esac
 done
-tar -C .carry/stage -cJf .carry/bundle.tar.xz .
+XZ_OPT="-9 -T1" tar -C .carry/stage -cJf .carry/bundle.tar.xz longmix gpu_test bench_hyena_fused bench_flash_own lib
 rm -rf .carry/stage
 ls -la .carry/bundle.tar.xz

@@ -20,8 +20,9 @@
 #   sanitizehc  memcheck/racecheck on two hyena-cuda cases (order 2 and 3, L = 77)
 #   flashquick  the flash-own tests and the d = 64 variant benchmark
 #   hyenatests  the Hyena GPU tests only (8 shards)
-#   fusedbench  bench_hyena_fused (column layouts, hyena-cuda; $FUSED_BENCH_L, $FUSED_BENCH_D), ncu
-#            kernel times of both layouts at 128k, sections of the wide column kernels
+#   hyena1024  hyena-fused, hyena-cuda and the reference Hyena at D = 1024, $HYENA1024_L (1M)
+#   fusedbench  bench_hyena_fused (hyena-fused, its cached filter, hyena-cuda; $FUSED_BENCH_L,
+#            $FUSED_BENCH_D), ncu kernel times at 128k and the sections of the FFT-pass kernels
 #   fusedquick  hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
 #   sanitizeflash  memcheck/racecheck on two flash-own shapes (every variant)
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
@@ -173,20 +174,18 @@ for stage in "$@"; do
         echo "ncu $impl rc=$?" | tee -a $LOG
       done
       ;;
-    fusedbench)  # hyena-fused's column layouts and hyena-cuda (bench_hyena_fused), ncu kernel times of
-                 # both layouts at 128k (D = 256) and the column kernels' sections in the wide layout
+    fusedbench)  # bench_hyena_fused (hyena-fused recompute/cached, hyena-cuda), ncu kernel times of one
+                 # forward at 128k (D = 256) and the sections of its FFT-pass kernels
       timeout 300 $B/bench_hyena_fused ${FUSED_BENCH_L:-4096,131072,1048576} ${FUSED_BENCH_D:-256} 2>&1 | \
         tee $OUT/bench_hyena_fused.txt | tee -a $LOG
-      for c in narrow wide; do
-        timeout 200 ncu --graph-profiling node --launch-count 30 --metrics gpu__time_duration.sum,dram__bytes.sum \
-          $B/bench_hyena_fused 131072 256 fused-$c > $OUT/ncu_fused_$c.txt 2>&1
-        echo "ncu fused-$c rc=$?" | tee -a $LOG
-      done
+      timeout 200 ncu --graph-profiling node --launch-count 20 --metrics gpu__time_duration.sum,dram__bytes.sum \
+        $B/bench_hyena_fused 131072 256 fused > $OUT/ncu_fused.txt 2>&1
+      echo "ncu fused rc=$?" | tee -a $LOG
       timeout 200 ncu --graph-profiling node --kernel-name-base demangled -k regex:'col_|row_' --launch-count 4 \
         --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
         --section MemoryWorkloadAnalysis --section SchedulerStats --section InstructionStats \
-        $B/bench_hyena_fused 131072 256 fused-wide > $OUT/ncu_fused_wide_detail.txt 2>&1
-      echo "ncu fused-wide detail rc=$?" | tee -a $LOG
+        $B/bench_hyena_fused 131072 256 fused > $OUT/ncu_fused_detail.txt 2>&1
+      echo "ncu fused detail rc=$?" | tee -a $LOG
       ;;
     fusedquick)  # hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
       timeout 300 $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths ${FUSED_L:-4k,128k,1M} \
@@ -219,6 +218,15 @@ for stage in "$@"; do
       PYTHONUNBUFFERED=1 timeout 120 $PY bench/peers/peers.py --lengths 4k,8k,16k,32k,64k,128k --heads 16 \
         --impls torch-sdpa-flash,torch-sdpa-cudnn --scopes layer --out $d/peers.json 2>&1 | tail -1 | tee -a $LOG
       cut -d, -f1-3,9,22 $d/results_flash.csv | tee -a $LOG
+      tar -C $OUT -czf $OUT/$stage.tgz $(basename $d) && rm -rf $d
+      ;;
+    hyena1024)  # hyena-fused and hyena-cuda at D = 1024 ($HYENA1024_L, default 1M), the reference Hyena in the same call
+      d=$OUT/d1024h
+      timeout 200 $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths ${HYENA1024_L:-1M} --heads 16 \
+        --out $d --quiet 2>&1 | tail -2 | tee -a $LOG
+      PYTHONUNBUFFERED=1 timeout 150 $PY bench/peers/peers.py --lengths ${HYENA1024_L:-1M} --heads 16 --impls torch-hyena \
+        --scopes layer --l-max 1M --out $d/peers.json 2>&1 | tail -1 | tee -a $LOG
+      cut -d, -f1-3,9,22 $d/results_hyena.csv | tee -a $LOG
       tar -C $OUT -czf $OUT/$stage.tgz $(basename $d) && rm -rf $d
       ;;
     full256|full1024)

@@ -159,14 +159,14 @@ void split(std::int64_t N, int* n1, int* n2) {
     default: throw RuntimeFailure("hyena-fused: no FFT of size " + std::to_string(n)); \
   }
 
-int col_width_of(int n, bool wide) {
+int col_width_of(int n) {
   switch (n) {
-    case 64: return fused::col_width<64>(wide);
-    case 128: return fused::col_width<128>(wide);
-    case 256: return fused::col_width<256>(wide);
-    case 512: return fused::col_width<512>(wide);
-    case 1024: return fused::col_width<1024>(wide);
-    case 2048: return fused::col_width<2048>(wide);
+    case 64: return fused::col_width<64>();
+    case 128: return fused::col_width<128>();
+    case 256: return fused::col_width<256>();
+    case 512: return fused::col_width<512>();
+    case 1024: return fused::col_width<1024>();
+    case 2048: return fused::col_width<2048>();
   }
   throw RuntimeFailure("hyena-fused: no FFT of size " + std::to_string(n));
 }
@@ -243,8 +243,6 @@ struct HyenaFusedPlan::Impl {
   // Filter hidden layers: 4 outputs × 4 time points a thread, 1 × 4 below 32k (more blocks).
   static constexpr int kOutLong = 4, kOutShort = 1;
   bool hidden_short() const { return opt.filter_tile ? opt.filter_tile == 1 : L < 32768; }
-  // Column passes: the wide layout (whole sectors per row) unless asked for the narrow one.
-  bool wide_columns() const { return opt.columns != 1; }
   template <int kOut>
   std::size_t hidden_smem() const { return (kFM * hidden_stride<kOut>() + packed_n) * sizeof(float); }
   template <int kOut>
@@ -255,7 +253,7 @@ struct HyenaFusedPlan::Impl {
     CUDA_CHECK_LAUNCH();
   }
   void col(bool fwd, const PassParams& P, std::int64_t pairs) {
-    LONGMIX_SIZE_SWITCH(N1, fused::launch_col, fwd, wide_columns(), opt.fp16_spectra, P, pairs, ctx.stream);
+    LONGMIX_SIZE_SWITCH(N1, fused::launch_col, fwd, opt.fp16_spectra, P, pairs, ctx.stream);
   }
   void row(const PassParams& P, std::int64_t pairs) {
     LONGMIX_SIZE_SWITCH(N2, fused::launch_row, opt.fp16_spectra, P, pairs, ctx.stream);
@@ -389,10 +387,7 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   m.ssz = opt.fp16_spectra ? 4 : 8;
   LONGMIX_REQUIRE(opt.filter_tile == 0 || opt.filter_tile == 1 || opt.filter_tile == 4,
                   "hyena-fused: filter_tile must be 0, 1 or 4, not ", opt.filter_tile);
-  LONGMIX_REQUIRE(opt.columns >= 0 && opt.columns <= 2, "hyena-fused: columns must be 0 (pick), 1 (narrow) or 2 (wide), not ",
-                  opt.columns);
-  LONGMIX_REQUIRE(m.N2 % col_width_of(m.N1, m.wide_columns()) == 0, "hyena-fused: N2=", m.N2,
-                  " is not a multiple of the column width");
+  LONGMIX_REQUIRE(m.N2 % col_width_of(m.N1) == 0, "hyena-fused: N2=", m.N2, " is not a multiple of the column width");
   Allocator& a = *ctx.alloc;
   cudaStream_t s = ctx.stream;
   const std::int64_t D = m.D, C = m.C, F = m.F;

@@ -32,8 +32,6 @@ struct HyenaFusedOptions {
   bool fp16_spectra = true;  // intermediates between FFT passes as __half2 (else float2)
   bool graph = true;         // replay the forward as one CUDA graph
   int filter_tile = 0;       // filter hidden layers: outputs per thread (1 or 4; 0 picks by L)
-  int columns = 0;           // column passes: 1 narrow (cuFFTDx's default elements per thread),
-                             // 2 wide (16 threads per FFT, whole sectors per row); 0 picks (wide)
 };
 
 class HyenaFusedPlan {

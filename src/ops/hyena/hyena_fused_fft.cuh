@@ -45,6 +45,28 @@ template <> __device__ __forceinline__ void store_c<__half2>(__half2* p, int i, 
   p[i] = __float22half2_rn(v);
 }
 
+// Two neighbouring stored values (i even; every (pair, row) start is even) in one 8- or 16-byte
+// access.
+template <typename S> __device__ __forceinline__ void load_c2(const S* p, int i, float2* a, float2* b);
+template <> __device__ __forceinline__ void load_c2<float2>(const float2* p, int i, float2* a, float2* b) {
+  const float4 v = *reinterpret_cast<const float4*>(p + i);
+  *a = make_float2(v.x, v.y);
+  *b = make_float2(v.z, v.w);
+}
+template <> __device__ __forceinline__ void load_c2<__half2>(const __half2* p, int i, float2* a, float2* b) {
+  const uint2 v = *reinterpret_cast<const uint2*>(p + i);
+  *a = __half22float2(*reinterpret_cast<const __half2*>(&v.x));
+  *b = __half22float2(*reinterpret_cast<const __half2*>(&v.y));
+}
+template <typename S> __device__ __forceinline__ void store_c2(S* p, int i, float2 a, float2 b);
+template <> __device__ __forceinline__ void store_c2<float2>(float2* p, int i, float2 a, float2 b) {
+  *reinterpret_cast<float4*>(p + i) = make_float4(a.x, a.y, b.x, b.y);
+}
+template <> __device__ __forceinline__ void store_c2<__half2>(__half2* p, int i, float2 a, float2 b) {
+  const __half2 ha = __float22half2_rn(a), hb = __float22half2_rn(b);
+  *reinterpret_cast<uint2*>(p + i) = make_uint2(*reinterpret_cast<const unsigned*>(&ha), *reinterpret_cast<const unsigned*>(&hb));
+}
+
 // Per-block constants of one projection channel's short conv (SPEC §3 step 2), hoisted out of
 // the element loops: taps, conv bias, in_proj bias, and the channel's row of zT.
 constexpr int kMaxK = 9;
@@ -116,6 +138,56 @@ __device__ __forceinline__ float source(const Source& s, int t) {
   }
 }
 
+// Two neighbouring time points (t even, t + 1 < L, rows 4-byte aligned: L even) with vector
+// loads: the K = 3 conv of both from two 2-element loads instead of six scalar ones.
+__device__ __forceinline__ float2 ld_act2(const void* p, int i, bool bf16) {
+  return bf16 ? __bfloat1622float2(static_cast<const __nv_bfloat162*>(p)[i / 2])
+              : __half22float2(static_cast<const __half2*>(p)[i / 2]);
+}
+__device__ __forceinline__ float2 sconv2(const ConvChan& c, int K, int t, bool bf16) {
+  if (K == 3) {
+    const float2 hi = ld_act2(c.row, t, bf16);                                    // z[t], z[t+1]
+    const float2 lo = t >= 2 ? ld_act2(c.row, t - 2, bf16) : make_float2(0.0f, 0.0f);  // z[t-2], z[t-1]
+    const float z0 = hi.x + c.bin, z1 = hi.y + c.bin;
+    const float zm1 = t >= 2 ? lo.y + c.bin : 0.0f, zm2 = t >= 2 ? lo.x + c.bin : 0.0f;
+    return make_float2(c.sb + c.w[2] * z0 + c.w[1] * zm1 + c.w[0] * zm2,
+                       c.sb + c.w[2] * z1 + c.w[1] * z0 + c.w[0] * zm1);
+  }
+  return make_float2(sconv(c, K, t, bf16), sconv(c, K, t + 1, bf16));
+}
+__device__ __forceinline__ float2 source2(const Source& s, int t) {
+  switch (s.mode) {
+    case kSrcConvProduct: {
+      const float2 a = sconv2(s.a, s.K, t, s.bf16), g = sconv2(s.g, s.K, t, s.bf16);
+      return make_float2(a.x * g.x, a.y * g.y);
+    }
+    case kSrcPrevTimesConv: {
+      const float2 p = *reinterpret_cast<const float2*>(s.prev + t), g = sconv2(s.g, s.K, t, s.bf16);
+      return make_float2(p.x * g.x, p.y * g.y);
+    }
+    default: {
+      const float2 h = *reinterpret_cast<const float2*>(s.h + t), tg = *reinterpret_cast<const float2*>(s.tgrid + t);
+      return make_float2(h.x * (__expf(-tg.x * s.decay) + s.shift), h.y * (__expf(-tg.y * s.decay) + s.shift));
+    }
+  }
+}
+// The pass-A input at t and t + 1 (t even) of both channels of the pair, zero past L.
+__device__ __forceinline__ void source_pair(const Source& sa, const Source& sb, int t, int L, bool vec, float2* x0,
+                                            float2* x1) {
+  if (vec) {  // L even: t < L implies t + 1 < L
+    if (t < L) {
+      const float2 a = source2(sa, t), b = source2(sb, t);
+      *x0 = make_float2(a.x, b.x);
+      *x1 = make_float2(a.y, b.y);
+    } else {
+      *x0 = *x1 = make_float2(0.0f, 0.0f);
+    }
+    return;
+  }
+  *x0 = t < L ? make_float2(source(sa, t), source(sb, t)) : make_float2(0.0f, 0.0f);
+  *x1 = t + 1 < L ? make_float2(source(sa, t + 1), source(sb, t + 1)) : make_float2(0.0f, 0.0f);
+}
+
 __device__ __forceinline__ float2 cmul(float2 a, float2 b) {
   return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
@@ -126,39 +198,31 @@ __device__ __forceinline__ float2 twiddle(int m, int N, float sign) {
   return make_float2(c, s);
 }
 
-// Column FFTs of size N1, W columns per block (W coalesced neighbours along time), 256 threads.
-// Two layouts, picked per plan (HyenaFusedOptions::columns):
-//   narrow: cuFFTDx's default elements per thread (16 from N1 = 1024 on: its default 32 there
-//           left one 8-column block of 32-thread FFTs, 14.1 ms at 512k against hyena-cuda's
-//           13.2); W = 4 at N1 = 512, so every row of a block is 4 time points — 8 bytes of fp16
-//           activations, 16 of spectra — a quarter or half of a 32-byte sector.
-//   wide:   16 threads per FFT (32 elements per thread at most), W = 16 at N1 ≤ 512 (8 at 1024):
-//           each row read or written is a whole sector or more.
-template <int N1, bool kWide>
-constexpr int col_ept() {
-  if constexpr (kWide) return N1 / 16 > 32 ? 32 : (N1 / 16 < 2 ? 2 : N1 / 16);
-  else return N1 >= 1024 ? 16 : 0;  // 0: cuFFTDx's default
-}
-template <int N1, bool kWide, cufftdx::fft_direction Dir>
+// Column FFTs of size N1, W columns per block (W coalesced neighbours along time). Elements
+// per thread: cuFFTDx's default, except 16 from N1 = 1024 on (its default 32 there left one
+// 8-column block of 32-thread FFTs: 14.1 ms at 512k against hyena-cuda's 13.2).
+template <int N1>
+constexpr int col_ept() { return N1 >= 1024 ? 16 : 0; }
+template <int N1, cufftdx::fft_direction Dir>
 using ColBase = std::conditional_t<
-    (col_ept<N1, kWide>() > 0),
+    (col_ept<N1>() > 0),
     decltype(cufftdx::Size<N1>() + cufftdx::Precision<float>() + cufftdx::Type<cufftdx::fft_type::c2c>() +
              cufftdx::Direction<Dir>() + cufftdx::SM<900>() + cufftdx::Block() +
-             cufftdx::ElementsPerThread<(col_ept<N1, kWide>() > 0 ? col_ept<N1, kWide>() : 8)>()),
+             cufftdx::ElementsPerThread<(col_ept<N1>() > 0 ? col_ept<N1>() : 8)>()),
     decltype(cufftdx::Size<N1>() + cufftdx::Precision<float>() + cufftdx::Type<cufftdx::fft_type::c2c>() +
              cufftdx::Direction<Dir>() + cufftdx::SM<900>() + cufftdx::Block())>;
-template <int N1, bool kWide, cufftdx::fft_direction Dir, int W>
-using ColFftT = decltype(ColBase<N1, kWide, Dir>() + cufftdx::FFTsPerBlock<W>());
-template <int N1, bool kWide>
+template <int N1, cufftdx::fft_direction Dir, int W>
+using ColFftT = decltype(ColBase<N1, Dir>() + cufftdx::FFTsPerBlock<W>());
+template <int N1>
 struct ColCfg {
-  using Probe = ColBase<N1, kWide, cufftdx::fft_direction::forward>;
+  using Probe = ColBase<N1, cufftdx::fft_direction::forward>;
   static constexpr int kThreadsPerFft = N1 / Probe::elements_per_thread;
   // 256 threads a block (v1 had up to 1024: one block per SM, load/FFT/store phases never
   // overlapped; 0.5 TB/s at 128k), at least 2 and at most 16 columns.
   static constexpr int kW = 256 / kThreadsPerFft;
   static constexpr int W = kW < 2 ? 2 : (kW > 16 ? 16 : kW);
-  using Fwd = ColFftT<N1, kWide, cufftdx::fft_direction::forward, W>;
-  using Inv = ColFftT<N1, kWide, cufftdx::fft_direction::inverse, W>;
+  using Fwd = ColFftT<N1, cufftdx::fft_direction::forward, W>;
+  using Inv = ColFftT<N1, cufftdx::fft_direction::inverse, W>;
   static_assert(Fwd::block_dim.x == Inv::block_dim.x && Fwd::block_dim.y == W, "column FFT layout");
   static constexpr int kThreads = Fwd::block_dim.x * W;
   static constexpr int kTileBytes = N1 * (W + 1) * 8;
@@ -181,9 +245,9 @@ __device__ __forceinline__ void pair_channels(const PassParams& P, long long p, 
 
 // pass A. Grid (N2 / W, pairs). T: (pairs, N1, N2). Indices inside a pair are 32-bit
 // (N ≤ 2^22); twiddles W^{n2·k1} for k1 = x + i·stride by recurrence from two sincospif.
-template <int N1, bool kWide, typename S>
-__global__ void __launch_bounds__(ColCfg<N1, kWide>::kThreads) col_fwd_kernel(PassParams P) {
-  using Cfg = ColCfg<N1, kWide>;
+template <int N1, typename S>
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParams P) {
+  using Cfg = ColCfg<N1>;
   using FFT = typename Cfg::Fwd;
   using CT = typename FFT::value_type;
   constexpr int W = Cfg::W, TW = W + 1, nth = Cfg::kThreads;
@@ -196,18 +260,21 @@ __global__ void __launch_bounds__(ColCfg<N1, kWide>::kThreads) col_fwd_kernel(Pa
   pair_channels(P, p, &b, &c);
   {
     const Source sa = make_source(P, b, c), sb = make_source(P, b, c + 1);
-    constexpr int kIters = (N1 / 2) * W / nth;  // every load issued before any store
-    static_assert(kIters * nth == (N1 / 2) * W, "pass A load tiling");
-    float2 v[kIters];
+    // Two neighbouring columns (time points) a thread; every load issued before any store.
+    constexpr int HW = W / 2, kIters = (N1 / 2) * HW / nth;
+    static_assert(W % 2 == 0 && kIters * nth == (N1 / 2) * HW, "pass A load tiling");
+    const bool vec = (L & 1) == 0;
+    float2 v0[kIters], v1[kIters];
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
-      const int idx = tid + it * nth, t = (idx / W) * N2 + col0 + idx % W;
-      v[it] = t < L ? make_float2(source(sa, t), source(sb, t)) : make_float2(0.0f, 0.0f);
+      const int idx = tid + it * nth, t = (idx / HW) * N2 + col0 + 2 * (idx % HW);
+      source_pair(sa, sb, t, L, vec, &v0[it], &v1[it]);
     }
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
-      const int idx = tid + it * nth;
-      tile[(idx / W) * TW + idx % W] = v[it];
+      const int idx = tid + it * nth, o = (idx / HW) * TW + 2 * (idx % HW);
+      tile[o] = v0[it];
+      tile[o + 1] = v1[it];
     }
   }
   __syncthreads();
@@ -233,17 +300,18 @@ __global__ void __launch_bounds__(ColCfg<N1, kWide>::kThreads) col_fwd_kernel(Pa
   }
   __syncthreads();
   S* T = static_cast<S*>(P.T) + p * N1 * N2;
+  constexpr int HW = W / 2;  // two neighbouring columns a thread, one vector store
 #pragma unroll
-  for (int it = 0; it < N1 * W / nth; ++it) {
-    const int idx = tid + it * nth, k1 = idx / W, ww = idx % W;
-    store_c(T, k1 * N2 + col0 + ww, tile[k1 * TW + ww]);
+  for (int it = 0; it < N1 * HW / nth; ++it) {
+    const int idx = tid + it * nth, k1 = idx / HW, ww = 2 * (idx % HW);
+    store_c2(T, k1 * N2 + col0 + ww, tile[k1 * TW + ww], tile[k1 * TW + ww + 1]);
   }
 }
 
 // pass A⁻¹. Grid (N2 / W, signal pairs).
-template <int N1, bool kWide, typename S>
-__global__ void __launch_bounds__(ColCfg<N1, kWide>::kThreads) col_inv_kernel(PassParams P) {
-  using Cfg = ColCfg<N1, kWide>;
+template <int N1, typename S>
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_inv_kernel(PassParams P) {
+  using Cfg = ColCfg<N1>;
   using FFT = typename Cfg::Inv;
   using CT = typename FFT::value_type;
   constexpr int W = Cfg::W, TW = W + 1, nth = Cfg::kThreads;
@@ -255,17 +323,19 @@ __global__ void __launch_bounds__(ColCfg<N1, kWide>::kThreads) col_inv_kernel(Pa
   const long long b = p / P.half_D, c = 2 * (p % P.half_D);
   const S* T = static_cast<const S*>(P.T) + p * N1 * N2;
   {
-    constexpr int kIters = N1 * W / nth;
-    float2 v[kIters];
+    constexpr int HW = W / 2, kIters = N1 * HW / nth;  // two neighbouring columns a thread
+    static_assert(kIters * nth == N1 * HW, "pass A⁻¹ load tiling");
+    float2 v0[kIters], v1[kIters];
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
       const int idx = tid + it * nth;
-      v[it] = load_c(T, (idx / W) * N2 + col0 + idx % W);
+      load_c2(T, (idx / HW) * N2 + col0 + 2 * (idx % HW), &v0[it], &v1[it]);
     }
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
-      const int idx = tid + it * nth;
-      tile[(idx / W) * TW + idx % W] = v[it];
+      const int idx = tid + it * nth, o = (idx / HW) * TW + 2 * (idx % HW);
+      tile[o] = v0[it];
+      tile[o + 1] = v1[it];
     }
   }
   __syncthreads();
@@ -296,26 +366,55 @@ __global__ void __launch_bounds__(ColCfg<N1, kWide>::kThreads) col_inv_kernel(Pa
     xb = conv_chan(P, b, c + 1);
   }
   const long long oa = (b * P.out_rows + c) * P.L;  // output rows of channels c, c + 1
+  // Two neighbouring time points a thread: vector stores (and vector gate loads) when L is even.
+  constexpr int HW = W / 2;
+  const bool vec = (L & 1) == 0;
 #pragma unroll
-  for (int it = 0; it < (N1 / 2) * W / nth; ++it) {
-    const int idx = tid + it * nth, n1 = idx / W, ww = idx % W;
+  for (int it = 0; it < (N1 / 2) * HW / nth; ++it) {
+    const int idx = tid + it * nth, n1 = idx / HW, ww = 2 * (idx % HW);
     const int t = n1 * N2 + col0 + ww;
     if (t >= L) continue;
-    const float2 y = tile[n1 * TW + ww];
-    if (is_final) {
-      if (P.bf16) {
-        __nv_bfloat16* o = static_cast<__nv_bfloat16*>(P.out) + oa;
-        o[t] = __float2bfloat16_rn(y.x * sconv(xa, P.K, t, true));
-        o[t + L] = __float2bfloat16_rn(y.y * sconv(xb, P.K, t, true));
+    const float2 y0 = tile[n1 * TW + ww], y1 = tile[n1 * TW + ww + 1];
+    if (vec) {
+      if (is_final) {
+        const float2 ga = sconv2(xa, P.K, t, P.bf16), gb = sconv2(xb, P.K, t, P.bf16);
+        const float2 ra = make_float2(y0.x * ga.x, y1.x * ga.y), rb = make_float2(y0.y * gb.x, y1.y * gb.y);
+        if (P.bf16) {
+          __nv_bfloat162* o = reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(P.out) + oa);
+          o[t / 2] = __float22bfloat162_rn(ra);
+          o[(t + L) / 2] = __float22bfloat162_rn(rb);
+        } else {
+          __half2* o = reinterpret_cast<__half2*>(static_cast<__half*>(P.out) + oa);
+          o[t / 2] = __float22half2_rn(ra);
+          o[(t + L) / 2] = __float22half2_rn(rb);
+        }
       } else {
-        __half* o = static_cast<__half*>(P.out) + oa;
-        o[t] = __float2half_rn(y.x * sconv(xa, P.K, t, false));
-        o[t + L] = __float2half_rn(y.y * sconv(xb, P.K, t, false));
+        float2* o = reinterpret_cast<float2*>(static_cast<float*>(P.out) + oa);
+        o[t / 2] = make_float2(y0.x, y1.x);
+        o[(t + L) / 2] = make_float2(y0.y, y1.y);
       }
-    } else {
-      float* o = static_cast<float*>(P.out) + oa;
-      o[t] = y.x;
-      o[t + L] = y.y;
+      continue;
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {  // odd L: scalar, each point checked
+      const int tj = t + j;
+      if (tj >= L) break;
+      const float2 y = j ? y1 : y0;
+      if (is_final) {
+        if (P.bf16) {
+          __nv_bfloat16* o = static_cast<__nv_bfloat16*>(P.out) + oa;
+          o[tj] = __float2bfloat16_rn(y.x * sconv(xa, P.K, tj, true));
+          o[tj + L] = __float2bfloat16_rn(y.y * sconv(xb, P.K, tj, true));
+        } else {
+          __half* o = static_cast<__half*>(P.out) + oa;
+          o[tj] = __float2half_rn(y.x * sconv(xa, P.K, tj, false));
+          o[tj + L] = __float2half_rn(y.y * sconv(xb, P.K, tj, false));
+        }
+      } else {
+        float* o = static_cast<float*>(P.out) + oa;
+        o[tj] = y.x;
+        o[tj + L] = y.y;
+      }
     }
   }
 }
@@ -402,44 +501,31 @@ __global__ void __launch_bounds__(RowCfg<N2>::kThreads) row_kernel(PassParams P)
     store_c(T, threadIdx.x + i * FFT::stride, make_float2(td[i].x, td[i].y));
 }
 
-template <int N1, bool kWide>
-void prepare_col() {
-  using CC = ColCfg<N1, kWide>;
-  const auto a = cudaFuncAttributeMaxDynamicSharedMemorySize;
-  CUDA_CHECK(cudaFuncSetAttribute(col_fwd_kernel<N1, kWide, __half2>, a, CC::kSmem));
-  CUDA_CHECK(cudaFuncSetAttribute(col_fwd_kernel<N1, kWide, float2>, a, CC::kSmem));
-  CUDA_CHECK(cudaFuncSetAttribute(col_inv_kernel<N1, kWide, __half2>, a, CC::kSmem));
-  CUDA_CHECK(cudaFuncSetAttribute(col_inv_kernel<N1, kWide, float2>, a, CC::kSmem));
-}
-template <int N1, bool kWide>
-void launch_col_t(bool fwd, bool half, const PassParams& P, long long pairs, cudaStream_t s) {
-  using Cfg = ColCfg<N1, kWide>;
-  const dim3 grid(unsigned(P.N2 / Cfg::W), unsigned(pairs));
-  const dim3 block(Cfg::Fwd::block_dim.x, Cfg::W);
-  if (fwd && half) col_fwd_kernel<N1, kWide, __half2><<<grid, block, Cfg::kSmem, s>>>(P);
-  else if (fwd) col_fwd_kernel<N1, kWide, float2><<<grid, block, Cfg::kSmem, s>>>(P);
-  else if (half) col_inv_kernel<N1, kWide, __half2><<<grid, block, Cfg::kSmem, s>>>(P);
-  else col_inv_kernel<N1, kWide, float2><<<grid, block, Cfg::kSmem, s>>>(P);
-  CUDA_CHECK_LAUNCH();
-}
-
 #define LONGMIX_FUSED_LAUNCHERS(SIZE)                                                                 \
   template <>                                                                                          \
   void prepare_size<SIZE>() {                                                                          \
+    using CC = ColCfg<SIZE>;                                                                           \
     using RC = RowCfg<SIZE>;                                                                           \
-    prepare_col<SIZE, false>();                                                                        \
-    prepare_col<SIZE, true>();                                                                         \
     const auto a = cudaFuncAttributeMaxDynamicSharedMemorySize;                                        \
+    CUDA_CHECK(cudaFuncSetAttribute(col_fwd_kernel<SIZE, __half2>, a, CC::kSmem));                     \
+    CUDA_CHECK(cudaFuncSetAttribute(col_fwd_kernel<SIZE, float2>, a, CC::kSmem));                      \
+    CUDA_CHECK(cudaFuncSetAttribute(col_inv_kernel<SIZE, __half2>, a, CC::kSmem));                     \
+    CUDA_CHECK(cudaFuncSetAttribute(col_inv_kernel<SIZE, float2>, a, CC::kSmem));                      \
     CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, __half2>, a, RC::kSmem));                         \
     CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, float2>, a, RC::kSmem));                          \
   }                                                                                                    \
   template <>                                                                                          \
-  int col_width<SIZE>(bool wide) { return wide ? ColCfg<SIZE, true>::W : ColCfg<SIZE, false>::W; }     \
+  int col_width<SIZE>() { return ColCfg<SIZE>::W; }                                                    \
   template <>                                                                                          \
-  void launch_col<SIZE>(bool fwd, bool wide, bool half, const PassParams& P, long long pairs,          \
-                        cudaStream_t s) {                                                              \
-    if (wide) launch_col_t<SIZE, true>(fwd, half, P, pairs, s);                                        \
-    else launch_col_t<SIZE, false>(fwd, half, P, pairs, s);                                            \
+  void launch_col<SIZE>(bool fwd, bool half, const PassParams& P, long long pairs, cudaStream_t s) {  \
+    using Cfg = ColCfg<SIZE>;                                                                          \
+    const dim3 grid(unsigned(P.N2 / Cfg::W), unsigned(pairs));                                         \
+    const dim3 block(Cfg::Fwd::block_dim.x, Cfg::W);                                                   \
+    if (fwd && half) col_fwd_kernel<SIZE, __half2><<<grid, block, Cfg::kSmem, s>>>(P);                 \
+    else if (fwd) col_fwd_kernel<SIZE, float2><<<grid, block, Cfg::kSmem, s>>>(P);                     \
+    else if (half) col_inv_kernel<SIZE, __half2><<<grid, block, Cfg::kSmem, s>>>(P);                   \
+    else col_inv_kernel<SIZE, float2><<<grid, block, Cfg::kSmem, s>>>(P);                              \
+    CUDA_CHECK_LAUNCH();                                                                               \
   }                                                                                                    \
   template <>                                                                                          \
   void launch_row<SIZE>(bool half, const PassParams& P, long long pairs, cudaStream_t s) {             \

@@ -40,13 +40,13 @@ struct PassParams {
 
 // Launchers, one translation unit per size (hyena_fused_n<size>.cu). prepare_size sets the
 // kernels' shared-memory limits (once, outside any graph capture); col_width is W, the columns
-// of one pass-A block in the narrow or wide layout (N2 must be a multiple of it).
+// of one pass-A block (N2 must be a multiple of it).
 template <int Size>
 void prepare_size();
 template <int Size>
-int col_width(bool wide);
+int col_width();
 template <int N1>
-void launch_col(bool fwd, bool wide, bool half, const PassParams& P, long long pairs, cudaStream_t s);
+void launch_col(bool fwd, bool half, const PassParams& P, long long pairs, cudaStream_t s);
 template <int N2>
 void launch_row(bool half, const PassParams& P, long long pairs, cudaStream_t s);
 

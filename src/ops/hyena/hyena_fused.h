@@ -19,6 +19,12 @@
 //   v3b: 16 elements per thread for column FFTs of 1024/2048: 1M 28.0 → 15.2 ms. Landed.
 //   v3c: both projections through cuBLASLt (gemm_cuda; out_proj's bias in the epilogue instead
 //       of an extra K row of ones and a kernel writing it).
+//   v3d: filter hidden layers on a 4 × 4 register tile from L = 32k: 1.69 ms.
+//   v4 (rejected): 16 columns a column-pass block (32 elements a thread): 3.37 ms (162
+//       registers, one block per SM; the DRAM bytes were the same as with 4 columns).
+//   v4b: two neighbouring time points a thread in the column passes' global accesses (vector
+//       loads for the short convs, the spectra, the output): 1.557 ms; every FFT pass now at
+//       85–93% of the L1/shared-memory throughput.
 #pragma once
 #include <memory>
 #include <string>

@@ -20,6 +20,7 @@
 #   sanitizehc  memcheck/racecheck on two hyena-cuda cases (order 2 and 3, L = 77)
 #   flashquick  the flash-own tests and the d = 64 variant benchmark
 #   hyenatests  the Hyena GPU tests only (8 shards)
+#   fusedsmem  ncu shared-memory/L1 tables, warp stalls and source counters of the FFT passes (128k)
 #   hyena1024  hyena-fused, hyena-cuda and the reference Hyena at D = 1024, $HYENA1024_L (1M)
 #   fusedbench  bench_hyena_fused (hyena-fused, its cached filter, hyena-cuda; $FUSED_BENCH_L,
 #            $FUSED_BENCH_D), ncu kernel times at 128k and the sections of the FFT-pass kernels
@@ -186,6 +187,13 @@ for stage in "$@"; do
         --section MemoryWorkloadAnalysis --section SchedulerStats --section InstructionStats \
         $B/bench_hyena_fused 131072 256 fused > $OUT/ncu_fused_detail.txt 2>&1
       echo "ncu fused detail rc=$?" | tee -a $LOG
+      ;;
+    fusedsmem)  # the FFT-pass kernels at 128k (D = 256): shared-memory and L1 tables (bank conflicts,
+                # wavefronts), warp stalls and source counters (top stall locations)
+      timeout 300 ncu --graph-profiling node --kernel-name-base demangled -k regex:'col_|row_' --launch-count 4 \
+        --section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section SourceCounters \
+        $B/bench_hyena_fused 131072 256 fused > $OUT/ncu_fused_smem.txt 2>&1
+      echo "ncu fused smem rc=$?" | tee -a $LOG
       ;;
     fusedquick)  # hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
       timeout 300 $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths ${FUSED_L:-4k,128k,1M} \

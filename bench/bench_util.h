@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "common/cuda_check.h"
@@ -32,6 +33,18 @@ double median_ms(F&& f, cudaStream_t s) {
   cudaEventDestroy(b);
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+// n small random-ish inputs in [-1, 1) (xorshift64, 16-bit steps: exact in fp16 and bf16's
+// range), the same sequence in every benchmark.
+inline std::vector<float> random_inputs(std::size_t n) {
+  std::vector<float> v(n);
+  std::uint64_t x = 88172645463325252ull;
+  for (auto& h : v) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    h = static_cast<float>((x >> 40) & 0xffff) / 32768.0f - 1.0f;
+  }
+  return v;
 }
 
 }  // namespace longmix::bench

@@ -55,13 +55,7 @@ int main(int argc, char** argv) {
       const std::int64_t D = p.D();
       Buffer<char> q(alloc, L * D * 2), k(alloc, L * D * 2), v(alloc, L * D * 2), o(alloc, L * D * 2);
       Buffer<float> lse(alloc, sh.H * L);
-      // Small random-ish values (bit patterns of fp16/bf16 in [-1, 1)).
-      std::vector<float> host(L * D);
-      std::uint64_t x = 88172645463325252ull;
-      for (auto& h : host) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        h = static_cast<float>((x >> 40) & 0xffff) / 32768.0f - 1.0f;
-      }
+      const std::vector<float> host = bench::random_inputs(static_cast<std::size_t>(L * D));
       for (auto* b : {&q, &k, &v}) *b = upload_as(alloc, host, t, ctx.stream);
       double cudnn_ms = 0;
       try {

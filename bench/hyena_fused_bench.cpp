@@ -16,6 +16,7 @@
 #include "bench_util.h"
 #include "common/cuda_check.h"
 #include "common/cuda_context.h"
+#include "common/cuda_workspace.h"
 #include "memory/cuda_allocator.h"
 #include "ops/hyena/hyena_cuda.h"
 #include "ops/hyena/hyena_fused.h"
@@ -35,15 +36,8 @@ int main(int argc, char** argv) {
   if (argc > 3) impls.append(",").append(argv[3]).append(",");
   auto wanted = [&](const std::string& name) { return impls.empty() || impls.find("," + name + ",") != std::string::npos; };
   CudaAllocator alloc(0);
-  CudaContext ctx;
-  ctx.alloc = &alloc;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
-  CUBLAS_CHECK(cublasCreate(&ctx.cublas));
-  CUBLAS_CHECK(cublasSetStream(ctx.cublas, ctx.stream));
-  Buffer<char> ws(alloc, 32u << 20);
-  CUBLAS_CHECK(cublasSetWorkspace(ctx.cublas, ws.data(), ws.bytes()));
-  ctx.workspace = ws.data();
-  ctx.workspace_bytes = ws.bytes();
+  OwnedCudaContext owned(alloc);
+  CudaContext& ctx = owned.ctx;
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("# %s, fp16, B=1, D=%lld, order 2\n", prop.name, static_cast<long long>(D));
@@ -53,12 +47,7 @@ int main(int argc, char** argv) {
     cfg.D = D;
     cfg.l_max = L;
     const HyenaWeights w = HyenaWeights::init(cfg, 1);
-    std::vector<float> host(static_cast<std::size_t>(L * D));
-    std::uint64_t x = 88172645463325252ull;
-    for (auto& h : host) {
-      x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-      h = static_cast<float>((x >> 40) & 0xffff) / 32768.0f - 1.0f;
-    }
+    const std::vector<float> host = bench::random_inputs(static_cast<std::size_t>(L * D));
     const Buffer<char> u = upload_as(alloc, host, DType::kF16, ctx.stream);
     Buffer<char> y(alloc, host.size() * 2);
     double first = 0;
@@ -80,8 +69,5 @@ int main(int argc, char** argv) {
     }
   }
   CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
-  cublasSetWorkspace(ctx.cublas, nullptr, 0);
-  ws.reset();
-  cublasDestroy(ctx.cublas);
   return 0;
 }

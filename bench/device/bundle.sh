@@ -6,13 +6,21 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 rm -rf .carry/stage && mkdir -p .carry/stage/lib
 cp build/longmix build/gpu_test build/bench_flash_own build/bench_hyena_fused .carry/stage/
-strip .carry/stage/longmix .carry/stage/gpu_test .carry/stage/bench_flash_own .carry/stage/bench_hyena_fused
+# Earlier builds of bench_hyena_fused to compare in the same call (run_h200.sh fusedab): each
+# FILE of $AB_BENCH (space-separated) is packed as bench_hyena_fused_<its name's last _part>.
+ab=()
+for f in ${AB_BENCH:-}; do
+  n=bench_hyena_fused_${f##*_}
+  cp "$f" .carry/stage/$n && ab+=($n)
+done
+(cd .carry/stage && strip longmix gpu_test bench_flash_own bench_hyena_fused "${ab[@]}")
 for lib in $(ldd build/longmix build/gpu_test build/bench_flash_own build/bench_hyena_fused | awk '/=>/ {print $3}' | sort -u); do
   case "$lib" in
     /usr/local/cuda*|*/libc.so*|*/libm.so*|*/libdl.so*|*/libpthread.so*|*/librt.so*|*/libstdc++*|*/libgcc_s*) ;;
     *) cp -L "$lib" .carry/stage/lib/ ;;
   esac
 done
-XZ_OPT="-9 -T1" tar -C .carry/stage -cJf .carry/bundle.tar.xz longmix gpu_test bench_hyena_fused bench_flash_own lib
+XZ_OPT="-9 -T1" tar -C .carry/stage -cJf .carry/bundle.tar.xz longmix gpu_test bench_hyena_fused "${ab[@]}" \
+  bench_flash_own lib
 rm -rf .carry/stage
 ls -la .carry/bundle.tar.xz

@@ -25,6 +25,9 @@
 #   fusedbench  bench_hyena_fused (hyena-fused, its cached filter, hyena-cuda; $FUSED_BENCH_L,
 #            $FUSED_BENCH_D), ncu kernel times at 128k and the sections of the FFT-pass kernels
 #   fusedquick  hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
+#   fusedab  bench_hyena_fused and every earlier build packed beside it (bundle.sh $AB_BENCH),
+#            alternating, at $FUSED_BENCH_L (D = 256) and 128k, 1M at D = 1024; ncu kernel times
+#            of one forward at 128k for each build
 #   sanitizeflash  memcheck/racecheck on two flash-own shapes (every variant)
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
 #   flashncu  ncu sections (warp stalls, scheduler, pipes) of flash-own's ws-128x128-pp-e4 and of
@@ -194,6 +197,22 @@ for stage in "$@"; do
         --section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section SourceCounters \
         $B/bench_hyena_fused 131072 256 fused > $OUT/ncu_fused_smem.txt 2>&1
       echo "ncu fused smem rc=$?" | tee -a $LOG
+      ;;
+    fusedab)  # this build's bench_hyena_fused against the earlier ones packed beside it, in one call
+      for round in 1 2; do
+        for bin in $B/bench_hyena_fused $B/bench_hyena_fused_*; do
+          echo "--- $(basename $bin) round $round" | tee -a $OUT/fusedab.txt
+          timeout 200 $bin ${FUSED_BENCH_L:-4096,131072,1048576} 256 fused 2>&1 | tee -a $OUT/fusedab.txt
+          timeout 200 $bin 131072,1048576 1024 fused 2>&1 | tee -a $OUT/fusedab.txt
+        done
+      done
+      grep -E "^---|fused " $OUT/fusedab.txt | tee -a $LOG
+      for bin in $B/bench_hyena_fused $B/bench_hyena_fused_*; do
+        timeout 200 ncu --graph-profiling node --launch-count 20 --metrics gpu__time_duration.sum,dram__bytes.sum \
+          $bin 131072 256 fused > $OUT/ncu_ab_$(basename $bin).txt 2>&1
+        echo "ncu $(basename $bin) rc=$?" | tee -a $LOG
+      done
+      tar -C $OUT -czf $OUT/ncu_ab.tgz $(cd $OUT && ls ncu_ab_*.txt) && rm -f $OUT/ncu_ab_*.txt
       ;;
     fusedquick)  # hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
       timeout 300 $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths ${FUSED_L:-4k,128k,1M} \

@@ -36,6 +36,9 @@ struct GemmArgs {
   void* D = nullptr;
   std::int64_t ldd = 0;
   const void* bias = nullptr;  // (m) or none
+  // Strided batches: batch products, operand i of product j at X + j·sX elements (0: shared).
+  int batch = 1;
+  std::int64_t sa = 0, sb = 0, sd = 0;
 };
 void gemm_cuda(DType t, const GemmArgs& g, CudaContext& ctx);
 

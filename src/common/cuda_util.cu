@@ -34,7 +34,9 @@ struct LtKey {
   int t, ta, tb, bias;
   std::int64_t m, n, k, lda, ldb, ldd;
   std::size_t ws;
-  auto tie() const { return std::tie(t, ta, tb, bias, m, n, k, lda, ldb, ldd, ws); }
+  int batch;
+  std::int64_t sa, sb, sd;
+  auto tie() const { return std::tie(t, ta, tb, bias, m, n, k, lda, ldb, ldd, ws, batch, sa, sb, sd); }
   bool operator<(const LtKey& o) const { return tie() < o.tie(); }
 };
 struct LtPlan {
@@ -56,6 +58,16 @@ LtPlan make_lt_plan(cublasLtHandle_t lt, const LtKey& k) {
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, ct, k.ta ? k.k : k.m, k.ta ? k.m : k.k, k.lda));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, ct, k.tb ? k.n : k.k, k.tb ? k.k : k.n, k.ldb));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.d, ct, k.m, k.n, k.ldd));
+  if (k.batch > 1) {
+    const std::int64_t strides[3] = {k.sa, k.sb, k.sd};
+    const cublasLtMatrixLayout_t layouts[3] = {p.a, p.b, p.d};
+    for (int i = 0; i < 3; ++i) {
+      CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &k.batch,
+                                                    sizeof(k.batch)));
+      CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                    &strides[i], sizeof(strides[i])));
+    }
+  }
   cublasLtMatmulPreference_t pref = nullptr;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &k.ws,
@@ -73,12 +85,13 @@ LtPlan make_lt_plan(cublasLtHandle_t lt, const LtKey& k) {
 }  // namespace
 
 void gemm_cuda(DType t, const GemmArgs& g, CudaContext& ctx) {
-  if (g.m == 0 || g.n == 0) return;
+  if (g.m == 0 || g.n == 0 || g.batch == 0) return;
   static std::mutex mu;
   static std::map<LtKey, LtPlan> plans;
   // A cuBLAS handle is a cuBLASLt handle (cuBLAS documentation, cublasLtHandle_t).
   auto lt = reinterpret_cast<cublasLtHandle_t>(ctx.cublas);
-  const LtKey key{int(t), g.ta, g.tb, g.bias != nullptr, g.m, g.n, g.k, g.lda, g.ldb, g.ldd, ctx.workspace_bytes};
+  const LtKey key{int(t), g.ta,  g.tb,  g.bias != nullptr, g.m,  g.n,  g.k,  g.lda,
+                  g.ldb,  g.ldd, ctx.workspace_bytes, g.batch, g.sa, g.sb, g.sd};
   LtPlan* p = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu);

@@ -7,6 +7,7 @@
 
 #include "common/cuda_check.h"
 #include "common/cuda_context.h"
+#include "common/cuda_workspace.h"
 #include "harness/backend.h"
 #include "memory/cuda_allocator.h"
 #include "ops/attention/attention_cuda.h"
@@ -17,30 +18,6 @@
 namespace longmix {
 
 namespace {
-
-constexpr std::size_t kCublasWorkspace = 32ull << 20;
-
-// cuBLAS's workspace, taken from the project's allocator only by runners that use cuBLAS
-// (held while they live, counted in their rows); without one, cuBLAS runs with none.
-class CublasWorkspace {
- public:
-  explicit CublasWorkspace(CudaContext& ctx) : ctx_(ctx), buf_(*ctx.alloc, kCublasWorkspace) {
-    CUBLAS_CHECK(cublasSetWorkspace(ctx.cublas, buf_.data(), kCublasWorkspace));
-    ctx.workspace = buf_.data();  // cuBLASLt's products take it per call
-    ctx.workspace_bytes = kCublasWorkspace;
-  }
-  ~CublasWorkspace() {
-    cublasSetWorkspace(ctx_.cublas, nullptr, 0);
-    ctx_.workspace = nullptr;
-    ctx_.workspace_bytes = 0;
-  }
-  CublasWorkspace(const CublasWorkspace&) = delete;
-  CublasWorkspace& operator=(const CublasWorkspace&) = delete;
-
- private:
-  CudaContext& ctx_;
-  Buffer<char> buf_;
-};
 
 // kind: attention-cuda (standard), flash-cudnn or flash-own.
 enum class AttnImpl { kStandard, kCudnn, kOwn };
@@ -265,7 +242,7 @@ class CudaBackend final : public Backend {
             {"cublas", std::to_string(cbl)},
             {"cufft", cufft_version_string()},
             {"cudnn", cudnn_version_string()},
-            {"cublas_workspace_bytes", std::to_string(kCublasWorkspace)}};
+            {"cublas_workspace_bytes", std::to_string(CublasWorkspace::kBytes)}};
   }
   std::vector<std::pair<std::string, double>> measure_ceilings() override {
     // bf16 matrix product 8192³ and a device-to-device copy, as SPEC §6's ceilings.

@@ -12,6 +12,7 @@
 #ifdef LONGMIX_HAVE_CUDA  // the plan-level test below drives the CUDA library directly
 #include "common/cuda_check.h"
 #include "common/cuda_context.h"
+#include "common/cuda_workspace.h"
 #include "common/rng.h"
 #include "ops/attention/attention_flash.h"
 #include "ops/hyena/hyena_cuda.h"
@@ -143,34 +144,6 @@ TEST(GpuHyenaFused, GraphReplayGivesTheSameOutputEveryCall) {
 }
 
 #ifdef LONGMIX_HAVE_CUDA
-// A stream, a cuBLAS handle and a 32 MiB workspace from the backend's allocator, for the tests
-// that drive the CUDA plans directly.
-class TestContext {
- public:
-  explicit TestContext(Backend& be) {
-    ctx.alloc = &be.allocator();
-    CUDA_CHECK(cudaStreamCreate(&ctx.stream));
-    CUBLAS_CHECK(cublasCreate(&ctx.cublas));
-    CUBLAS_CHECK(cublasSetStream(ctx.cublas, ctx.stream));
-    ws_ = Buffer<char>(*ctx.alloc, 32u << 20);
-    CUBLAS_CHECK(cublasSetWorkspace(ctx.cublas, ws_.data(), ws_.bytes()));
-    ctx.workspace = ws_.data();
-    ctx.workspace_bytes = ws_.bytes();
-  }
-  ~TestContext() {
-    cublasSetWorkspace(ctx.cublas, nullptr, 0);
-    ws_.reset();
-    cublasDestroy(ctx.cublas);
-    cudaStreamDestroy(ctx.stream);
-  }
-  TestContext(const TestContext&) = delete;
-  TestContext& operator=(const TestContext&) = delete;
-  CudaContext ctx;
-
- private:
-  Buffer<char> ws_;
-};
-
 // The spectra between FFT passes are fp16 by default; fp32 spectra are the precision yardstick.
 // Both against the float64 reference; the errors are printed for bench/NOTES.md.
 TEST(GpuHyenaFused, Fp16AndFp32SpectraMatchTheReference) {
@@ -181,7 +154,7 @@ TEST(GpuHyenaFused, Fp16AndFp32SpectraMatchTheReference) {
   p.round_to("fp16");
   const auto ref = reference_output(p);
   {
-    TestContext tc(*be);
+    OwnedCudaContext tc(be->allocator());
     CudaContext& ctx = tc.ctx;
     const std::size_t n = p.x.size();
     const Buffer<char> x = upload_as(*ctx.alloc, p.x, DType::kF16, ctx.stream);

@@ -29,7 +29,9 @@ constexpr std::int64_t kMinFft = 4096, kMaxFft = 1ll << 22;
 // (a kOut × 4 register tile), a block 16·kOut time points. kOut = 4 (long L): each input step is
 // two 16-byte shared loads (four weights, four activations) for 16 FMAs; kOut = 1 (short L, where
 // blocks are few and each block's load of the weights dominates): 4 FMAs a step, 4× the blocks.
-// Weights packed by the plan (rows past F are zero, so the loops need no guards).
+// Weights packed by the plan (rows past F are zero, so the loops need no guards). Rows of act are
+// in the position layout (hyena_fused_fft.cuh): row p holds time (p mod R)·N2 + p / R, so the
+// last layer's GEMM writes h in it too; rows of times past L hold the values of L − 1.
 // v1 gave each thread a whole time point (64 outputs × 64 inputs in registers): 536 µs at 128k,
 // 171 µs at 4k (only L/128 blocks; latency-bound). v2 (kOut = 1 everywhere): 192 µs at 128k
 // (ncu, 1.5 GHz), shared-load bound.
@@ -50,8 +52,8 @@ __device__ __forceinline__ void load_out(const float* p, float (&v)[kOut]) {
 }
 template <int kOut>
 __global__ void __launch_bounds__(kHiddenThreads) filter_hidden_kernel(
-    const float* __restrict__ pz, int E, std::int64_t L, const float* __restrict__ packed, int packed_n, int nmid,
-    int F, float* __restrict__ act) {
+    const float* __restrict__ pz, int E, std::int64_t L, std::int64_t Lp, int N2, int R,
+    const float* __restrict__ packed, int packed_n, int nmid, int F, float* __restrict__ act) {
   constexpr int kGroups = kFM / kOut, kAS = hidden_stride<kOut>();
   extern __shared__ __align__(16) float sm[];
   float* as = sm;                      // [kFM][kAS]: activations, input-major
@@ -68,7 +70,8 @@ __global__ void __launch_bounds__(kHiddenThreads) filter_hidden_kernel(
   float a[kOut][4];  // [output j][time point i]
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const std::int64_t t = std::min<std::int64_t>(tb + t0 + i, L - 1);
+    const std::int64_t q = std::min<std::int64_t>(tb + t0 + i, Lp - 1);
+    const std::int64_t t = std::min<std::int64_t>((q % R) * N2 + q / R, L - 1);
 #pragma unroll
     for (int j = 0; j < kOut; ++j) {
       float acc = b0[f0 + j];
@@ -110,27 +113,44 @@ __global__ void __launch_bounds__(kHiddenThreads) filter_hidden_kernel(
   }
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const std::int64_t t = tb + t0 + i;
-    if (t >= L) break;
+    const std::int64_t q = tb + t0 + i;
+    if (q >= Lp) break;
 #pragma unroll
     for (int j = 0; j < kOut; ++j)
-      if (f0 + j < F) act[t * F + f0 + j] = a[j][i];
+      if (f0 + j < F) act[q * F + f0 + j] = a[j][i];
   }
 }
 
-// out (B, Cc, R) = transpose of in (B, R, Cc), 2-byte elements. Grid (ceil(Cc/32), ceil(R/32), B).
-__global__ void transpose16_kernel(const unsigned short* __restrict__ in, unsigned short* __restrict__ out,
-                                   std::int64_t R, std::int64_t Cc) {
+// The core scope's layout changes, 2-byte elements, between time-major rows (B, L, Cc) and
+// channel rows in the position layout (B, Cc, Lp): position q holds time (q mod R)·N2 + q / R.
+// to_pos: in (B, L, Cc) → out (B, Cc, Lp); else in (B, Cc, Lp) → out (B, L, Cc) (positions of
+// times past L are neither read nor written). A 32 × 32 tile of (positions, channels): the
+// time-major side is read or written 32 channels at a time, the channel rows 32 positions.
+// Grid (ceil(Cc/32), ceil(Lp/32), B).
+__global__ void transpose_pos16_kernel(const unsigned short* __restrict__ in, unsigned short* __restrict__ out,
+                                       std::int64_t L, std::int64_t Cc, std::int64_t Lp, int N2, int R,
+                                       bool to_pos) {
   __shared__ unsigned short tile[32][33];
-  const std::int64_t b = blockIdx.z, r0 = std::int64_t(blockIdx.y) * 32, c0 = std::int64_t(blockIdx.x) * 32;
+  const std::int64_t b = blockIdx.z, q0 = std::int64_t(blockIdx.y) * 32, c0 = std::int64_t(blockIdx.x) * 32;
+  const auto time_of = [&](std::int64_t q) { return (q % R) * N2 + q / R; };
   for (int i = threadIdx.y; i < 32; i += blockDim.y) {
-    const std::int64_t r = r0 + i, c = c0 + threadIdx.x;
-    if (r < R && c < Cc) tile[i][threadIdx.x] = in[(b * R + r) * Cc + c];
+    if (to_pos) {  // tile[position][channel] from time rows, channels along threadIdx.x
+      const std::int64_t q = q0 + i, c = c0 + threadIdx.x;
+      if (q < Lp && c < Cc && time_of(q) < L) tile[i][threadIdx.x] = in[(b * L + time_of(q)) * Cc + c];
+    } else {       // tile[channel][position] from channel rows, positions along threadIdx.x
+      const std::int64_t c = c0 + i, q = q0 + threadIdx.x;
+      if (q < Lp && c < Cc) tile[i][threadIdx.x] = in[(b * Cc + c) * Lp + q];
+    }
   }
   __syncthreads();
   for (int i = threadIdx.y; i < 32; i += blockDim.y) {
-    const std::int64_t c = c0 + i, r = r0 + threadIdx.x;
-    if (r < R && c < Cc) out[(b * Cc + c) * R + r] = tile[threadIdx.x][i];
+    if (to_pos) {
+      const std::int64_t c = c0 + i, q = q0 + threadIdx.x;
+      if (q < Lp && c < Cc && time_of(q) < L) out[(b * Cc + c) * Lp + q] = tile[threadIdx.x][i];
+    } else {
+      const std::int64_t q = q0 + i, c = c0 + threadIdx.x;
+      if (q < Lp && c < Cc && time_of(q) < L) out[(b * L + time_of(q)) * Cc + c] = tile[threadIdx.x][i];
+    }
   }
 }
 
@@ -196,6 +216,9 @@ struct HyenaFusedPlan::Impl {
   HyenaConfig cfg;
   std::int64_t B = 0, L = 0, N = 0, D = 0, C = 0, Dh = 0;
   int N1 = 0, N2 = 0, F = 0;
+  // The position layout of time rows (hyena_fused_fft.cuh): R rows a column, Lp = N2·R values.
+  int R = 0, lg_n2 = 0;
+  std::int64_t Lp = 0;
   DType t = DType::kF16;
   bool cached = false;
   HyenaFusedOptions opt;
@@ -231,6 +254,7 @@ struct HyenaFusedPlan::Impl {
   PassParams base_params() {
     PassParams P;
     P.L = L; P.N = N; P.D = D; P.C = C; P.N1 = N1; P.N2 = N2;
+    P.R = R; P.lg_n2 = lg_n2; P.Lp = Lp;
     P.K = cfg.short_filter_order;
     P.half_D = D / 2;
     P.bf16 = t == DType::kBF16;
@@ -248,8 +272,8 @@ struct HyenaFusedPlan::Impl {
   template <int kOut>
   void launch_hidden(float* act) {
     constexpr int kTP = hidden_points<kOut>();
-    filter_hidden_kernel<kOut><<<unsigned((L + kTP - 1) / kTP), kHiddenThreads, hidden_smem<kOut>(), ctx.stream>>>(
-        f(pz), cfg.emb_dim, L, f(mlp_packed), packed_n, cfg.num_inner_mlps, F, act);
+    filter_hidden_kernel<kOut><<<unsigned((Lp + kTP - 1) / kTP), kHiddenThreads, hidden_smem<kOut>(), ctx.stream>>>(
+        f(pz), cfg.emb_dim, L, Lp, N2, R, f(mlp_packed), packed_n, cfg.num_inner_mlps, F, act);
     CUDA_CHECK_LAUNCH();
   }
   void col(bool fwd, const PassParams& P, std::int64_t pairs) {
@@ -263,10 +287,11 @@ struct HyenaFusedPlan::Impl {
   void filter_transform(void* tf, float* act, float* h) {
     if (hidden_short()) launch_hidden<kOutShort>(act);
     else launch_hidden<kOutLong>(act);
-    // Column-major h (L, Dh) = actᵀ (L, F) · W_lastᵀ: row-major h (Dh, L). TF32 tensor cores.
+    // Column-major h (Lp, Dh) = actᵀ (Lp, F) · W_lastᵀ: row-major h (Dh, Lp), rows in the position
+    // layout. TF32 tensor cores.
     const float one = 1.0f, zero = 0.0f;
-    CUBLAS_CHECK(cublasGemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(L), int(Dh), F, &one, act, CUDA_R_32F, F,
-                              w_last.data(), CUDA_R_32F, F, &zero, h, CUDA_R_32F, int(L),
+    CUBLAS_CHECK(cublasGemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(Lp), int(Dh), F, &one, act, CUDA_R_32F, F,
+                              w_last.data(), CUDA_R_32F, F, &zero, h, CUDA_R_32F, int(Lp),
                               CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
     PassParams P = base_params();
     P.src = fused::kSrcFilter;
@@ -281,22 +306,27 @@ struct HyenaFusedPlan::Impl {
     void* zT = R0();
     void* Ts = R0() + zt_bytes;
     if (core) {
-      const dim3 g(unsigned((C + 31) / 32), unsigned((L + 31) / 32), unsigned(B));
-      transpose16_kernel<<<g, dim3(32, 8), 0, ctx.stream>>>(static_cast<const unsigned short*>(in),
-                                                            static_cast<unsigned short*>(zT), L, C);
+      const dim3 g(unsigned((C + 31) / 32), unsigned((Lp + 31) / 32), unsigned(B));
+      transpose_pos16_kernel<<<g, dim3(32, 8), 0, ctx.stream>>>(static_cast<const unsigned short*>(in),
+                                                                static_cast<unsigned short*>(zT), L, C, Lp, N2, R,
+                                                                true);
       CUDA_CHECK_LAUNCH();
     } else {
-      // Column-major zT (L, C) per batch = u_b (L, D) · W_inᵀ: row-major (C, L), channel-major
-      // (cuBLASLt; in_proj's bias is added by the first column pass).
+      // zT (C, Lp) per batch in the position layout = W_in · u_bᵀ, one product per column n2 of
+      // the time grid: column-major (R, C) at zT + n2·R (ldd Lp) from the rows t = n1·N2 + n2 of
+      // u_b (lda N2·D), a strided batch over n2 (cuBLASLt; in_proj's bias is added by the first
+      // column pass).
       const std::size_t es = dtype_size(t);
-      for (std::int64_t b = 0; b < B; ++b) {
-        GemmArgs g;
-        g.ta = true; g.m = L; g.n = C; g.k = D;
-        g.A = static_cast<const char*>(in) + b * L * D * es; g.lda = D;
-        g.B = w_in.data(); g.ldb = D;
-        g.D = static_cast<char*>(zT) + b * C * L * es; g.ldd = L;
-        gemm_cuda(t, g, ctx);
-      }
+      for (std::int64_t b = 0; b < B; ++b)
+        for_column_groups([&](std::int64_t n2, std::int64_t count, std::int64_t rows) {
+          GemmArgs g;
+          g.ta = true; g.m = rows; g.n = C; g.k = D;
+          g.A = static_cast<const char*>(in) + (b * L + n2) * D * es; g.lda = N2 * D;
+          g.B = w_in.data(); g.ldb = D;
+          g.D = static_cast<char*>(zT) + (b * C * Lp + n2 * R) * es; g.ldd = Lp;
+          g.batch = int(count); g.sa = D; g.sd = R;
+          gemm_cuda(t, g, ctx);
+        });
     }
     const int order = cfg.order;
     void* yg = R1();  // the final gated output (B, D, L)
@@ -320,24 +350,38 @@ struct HyenaFusedPlan::Impl {
       col(false, P, B * D / 2);
     }
     if (core) {
-      const dim3 g(unsigned((L + 31) / 32), unsigned((D + 31) / 32), unsigned(B));
-      transpose16_kernel<<<g, dim3(32, 8), 0, ctx.stream>>>(static_cast<const unsigned short*>(yg),
-                                                            static_cast<unsigned short*>(out), D, L);
+      const dim3 g(unsigned((D + 31) / 32), unsigned((Lp + 31) / 32), unsigned(B));
+      transpose_pos16_kernel<<<g, dim3(32, 8), 0, ctx.stream>>>(static_cast<const unsigned short*>(yg),
+                                                                static_cast<unsigned short*>(out), L, D, Lp, N2, R,
+                                                                false);
       CUDA_CHECK_LAUNCH();
     } else {
-      // Column-major y (D, L) per batch = W_out (D, D) · yg_b (D, L), out_proj's bias in the epilogue:
-      // row-major y (L, D).
+      // y_b (L, D) row-major = column-major (D, L) = W_out · yg_b, per column n2 of the time
+      // grid: the R columns t = n1·N2 + n2 (ldd N2·D) from yg_b's position-layout rows at
+      // n2·R (ldb Lp), a strided batch over n2; out_proj's bias in the epilogue.
       const std::size_t es = dtype_size(t);
-      for (std::int64_t b = 0; b < B; ++b) {
-        GemmArgs g;
-        g.ta = true; g.tb = true; g.m = D; g.n = L; g.k = D;
-        g.A = w_out.data(); g.lda = D;
-        g.B = static_cast<const char*>(yg) + b * D * L * es; g.ldb = L;
-        g.D = static_cast<char*>(out) + b * L * D * es; g.ldd = D;
-        g.bias = b_out.data();
-        gemm_cuda(t, g, ctx);
-      }
+      for (std::int64_t b = 0; b < B; ++b)
+        for_column_groups([&](std::int64_t n2, std::int64_t count, std::int64_t rows) {
+          GemmArgs g;
+          g.ta = true; g.tb = true; g.m = D; g.n = rows; g.k = D;
+          g.A = w_out.data(); g.lda = D;
+          g.B = static_cast<const char*>(yg) + (b * D * Lp + n2 * R) * es; g.ldb = Lp;
+          g.D = static_cast<char*>(out) + (b * L + n2) * D * es; g.ldd = N2 * D;
+          g.bias = b_out.data();
+          g.batch = int(count); g.sb = R; g.sd = D;
+          gemm_cuda(t, g, ctx);
+        });
     }
+  }
+
+  // The columns n2 of the time grid in at most two groups of equal height: fn(first n2, columns,
+  // rows) for the first L mod N2 columns (R rows each; all N2 when N2 divides L) and the rest
+  // (R − 1 rows).
+  template <typename Fn>
+  void for_column_groups(Fn&& fn) const {
+    const std::int64_t full = L - (R - 1) * std::int64_t(N2);  // columns with R rows: 1 … N2
+    fn(0, full, R);
+    if (full < N2 && R > 1) fn(full, N2 - full, R - 1);
   }
 
   void run(const void* in, void* out, bool core) {
@@ -384,6 +428,9 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   m.ctx = ctx;
   m.N = fft_size_for(L);
   split(m.N, &m.N1, &m.N2);
+  m.R = static_cast<int>((L + m.N2 - 1) / m.N2);
+  m.Lp = std::int64_t(m.N2) * m.R;
+  while ((1 << m.lg_n2) < m.N2) ++m.lg_n2;
   m.ssz = opt.fp16_spectra ? 4 : 8;
   LONGMIX_REQUIRE(opt.filter_tile == 0 || opt.filter_tile == 1 || opt.filter_tile == 4,
                   "hyena-fused: filter_tile must be 0, 1 or 4, not ", opt.filter_tile);
@@ -401,7 +448,14 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   m.sb = upload_as(a, w.short_filter_bias, DType::kF32, s);
   m.fbias = upload_as(a, w.filter_bias, DType::kF32, s);
   m.pz = upload_as(a, w.pos_emb_z, DType::kF32, s);
-  m.pt = upload_as(a, w.pos_emb_t, DType::kF32, s);
+  {  // the time grid in the position layout (zero at positions of times past L)
+    std::vector<float> tp(static_cast<std::size_t>(m.Lp), 0.0f);
+    for (std::int64_t q = 0; q < m.Lp; ++q) {
+      const std::int64_t tt = (q % m.R) * m.N2 + q / m.R;
+      if (tt < L) tp[static_cast<std::size_t>(q)] = w.pos_emb_t[static_cast<std::size_t>(tt)];
+    }
+    m.pt = upload_as(a, tp, DType::kF32, s);
+  }
   m.deltas = upload_as(a, w.modulation_deltas, DType::kF32, s);
   m.w_last = upload_as(a, w.mlp_weight.back(), DType::kF32, s);
   {
@@ -432,13 +486,14 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
 
   // The arena.
   const std::size_t es = dtype_size(t);
-  const std::size_t zt = align256(static_cast<std::size_t>(B * C * L) * es);
+  const std::int64_t Lp = m.Lp;  // every time row is Lp long (the position layout)
+  const std::size_t zt = align256(static_cast<std::size_t>(B * C * Lp) * es);
   const std::size_t ts = align256(static_cast<std::size_t>(B * (D / 2) * m.N) * m.ssz);
-  const std::size_t act = align256(static_cast<std::size_t>(L * F) * 4);
-  const std::size_t h = align256(static_cast<std::size_t>(m.Dh * L) * 4);
+  const std::size_t act = align256(static_cast<std::size_t>(Lp * F) * 4);
+  const std::size_t h = align256(static_cast<std::size_t>(m.Dh * Lp) * 4);
   const std::size_t tf = align256(static_cast<std::size_t>((m.Dh / 2) * m.N) * m.ssz);
-  const std::size_t yg = align256(static_cast<std::size_t>(B * D * L) * es);
-  const std::size_t prev = w.cfg.order > 2 ? align256(static_cast<std::size_t>(B * D * L) * 4) : 0;
+  const std::size_t yg = align256(static_cast<std::size_t>(B * D * Lp) * es);
+  const std::size_t prev = w.cfg.order > 2 ? align256(static_cast<std::size_t>(B * D * Lp) * 4) : 0;
   m.zt_bytes = zt;
   m.act_bytes = act;
   const std::size_t r0 = std::max(cache_filter ? 0 : act + h, zt + ts);

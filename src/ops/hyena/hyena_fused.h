@@ -1,13 +1,16 @@
 // hyena-fused: SPEC §3 computed with the long convolution as a four-step FFT whose passes carry
 // the short conv, the gates, the skip term and the filter's modulation (hyena_fused_fft.cuh),
-// channel-major activations so every pass reads whole time rows, the filter MLP's hidden layers
+// channel-major activations in the position layout (time t = n1·N2 + n2 at n2·R + n1, so a
+// column pass reads and writes contiguous runs; the GEMMs produce and consume it through strided
+// batches over n2), the filter MLP's hidden layers
 // in one kernel, fp16 spectra between passes (fp32 arithmetic), one workspace arena whose
 // regions are reused by lifetime, and the whole forward replayed as one CUDA graph.
 //
 // Forward (B, L, D) → (B, L, D), order 2, per call:
-//   in_proj (cuBLASLt, output channel-major zT (B, C, L)) · filter hidden layers (one kernel) ·
-//   filter last layer (cuBLAS TF32, h (Dh, L)) · pass A on the filter · pass A on the signal ·
-//   pass B · pass A⁻¹ (× x0) · out_proj (cuBLASLt, its bias in the epilogue).
+//   in_proj (cuBLASLt, N2 strided batches: channel-major zT (B, C, Lp), position layout) ·
+//   filter hidden layers (one kernel, rows in position order) · filter last layer (cuBLAS TF32,
+//   h (Dh, Lp)) · pass A on the filter · pass A on the signal · pass B · pass A⁻¹ (× x0) ·
+//   out_proj (cuBLASLt, N2 strided batches from the position layout, its bias in the epilogue).
 //
 // Versions (H200, D = 256, fp16, B = 1, 128k; bench/NOTES.md has the floors and the profiles;
 // the PyTorch reference takes 4.31 ms, the byte floor of this design is 0.42 ms)
@@ -25,6 +28,10 @@
 //   v4b: two neighbouring time points a thread in the column passes' global accesses (vector
 //       loads for the short convs, the spectra, the output): 1.557 ms; every FFT pass now at
 //       85–93% of the L1/shared-memory throughput.
+//   v5: the position layout for every time row the column passes touch (a warp reads 32
+//       consecutive n1 of one column instead of 16 rows N2 apart), 16 elements a thread at
+//       N1 = 512 (8 columns a block); the odd-L scalar paths are gone (no vector pairs along
+//       time): see bench/NOTES.md.
 #pragma once
 #include <memory>
 #include <string>

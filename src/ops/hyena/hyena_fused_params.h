@@ -11,29 +11,33 @@ enum SrcMode : int {
   kSrcFilter = 2,         // x = h · (exp(−t·|δ|) + shift)           (the implicit filter)
 };
 enum DstMode : int {
-  kDstFinal = 0,  // out (B, D, L) storage dtype = y ⊙ sconv(x0)
-  kDstPrev = 1,   // out (B, D, L) fp32 = y (input of the next order step)
+  kDstFinal = 0,  // out (B, D, Lp) storage dtype = y ⊙ sconv(x0)
+  kDstPrev = 1,   // out (B, D, Lp) fp32 = y (input of the next order step)
 };
 
 struct PassParams {
   long long L = 0, N = 0, D = 0, C = 0;  // N = N1·N2 ≥ 2L, the FFT size
   int N1 = 0, N2 = 0, K = 3;             // K: short filter length
+  // Time rows (zT, prev, out, h, tgrid) are stored in the position layout: time t = n1·N2 + n2 at
+  // n2·R + n1, R = ⌈L / N2⌉ rows a column, Lp = N2·R ≥ L values a row (hyena_fused_fft.cuh).
+  int R = 0, lg_n2 = 0;
+  long long Lp = 0;
   long long half_D = 0;                  // channel pairs per batch element
   bool bf16 = false;                     // storage dtype of zT and the final output
-  const void* zT = nullptr;              // (B, C, L) in_proj output without its bias
+  const void* zT = nullptr;              // (B, C, Lp) in_proj output without its bias
   const float* b_in = nullptr;           // (C) in_proj bias, or null when zT includes it
   const float* sw = nullptr;             // (C, K) short_filter.weight
   const float* sb = nullptr;             // (C) short_filter.bias
-  const float* prev = nullptr;           // (B, D, L) fp32
-  const float* h = nullptr;              // (Dh, L) fp32 filter before modulation
-  const float* tgrid = nullptr;          // (l_max) filter_fn.pos_emb.t
+  const float* prev = nullptr;           // (B, D, Lp) fp32
+  const float* h = nullptr;              // (Dh, Lp) fp32 filter before modulation
+  const float* tgrid = nullptr;          // (Lp) filter_fn.pos_emb.t in the position layout
   const float* deltas = nullptr;         // (Dh) filter_fn.modulation.deltas
   float shift = 0.0f;
   const float* skip = nullptr;           // (Dh) filter_fn.bias
   int g_a = 0, g_b = 0, o = 0, src = 0, dst = 0;
   void* T = nullptr;                     // (pairs, N1, N2) float2 or __half2
   const void* Tf = nullptr;              // (Dh/2, N1, N2) filter pass-A output
-  void* out = nullptr;                   // (B, out_rows, L): rows past D are not written
+  void* out = nullptr;                   // (B, out_rows, Lp): rows past D are not written
   long long out_rows = 0;
   float inv_n = 1.0f;
 };

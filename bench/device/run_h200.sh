@@ -249,7 +249,7 @@ for stage in "$@"; do
       ;;
     hyena1024)  # hyena-fused and hyena-cuda at D = 1024 ($HYENA1024_L, default 1M), the reference Hyena in the same call
       d=$OUT/d1024h
-      timeout 200 $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths ${HYENA1024_L:-1M} --heads 16 \
+      timeout 300 $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths ${HYENA1024_L:-1M} --heads 16 \
         --out $d --quiet 2>&1 | tail -2 | tee -a $LOG
       PYTHONUNBUFFERED=1 timeout 150 $PY bench/peers/peers.py --lengths ${HYENA1024_L:-1M} --heads 16 --impls torch-hyena \
         --scopes layer --l-max 1M --out $d/peers.json 2>&1 | tail -1 | tee -a $LOG

@@ -31,7 +31,10 @@
 //   v5: the position layout for every time row the column passes touch (a warp reads 32
 //       consecutive n1 of one column instead of 16 rows N2 apart), 16 elements a thread at
 //       N1 = 512 (8 columns a block); the odd-L scalar paths are gone (no vector pairs along
-//       time): see bench/NOTES.md.
+//       time): 1.29 ms (16 elements a thread in pass B too, v5a: 1.31, pass B slower).
+//   v6: pass B keeps each thread's own H and Z in registers (only the mirrored partners go
+//       through shared memory): 1.283 ms; 12.1 ms at 1M; D = 1024, 1M: 54.1 ms. The short
+//       projections' batches (R < 128 rows a column: L ≤ 16k) are slower than one product.
 #pragma once
 #include <memory>
 #include <string>

@@ -26,7 +26,7 @@
 #            $FUSED_BENCH_D), ncu kernel times at 128k and the sections of the FFT-pass kernels
 #   fusedquick  hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
 #   fusedab  bench_hyena_fused and every earlier build packed beside it (bundle.sh $AB_BENCH),
-#            alternating, at $FUSED_BENCH_L (D = 256) and 128k, 1M at D = 1024; ncu kernel times
+#            alternating, at $FUSED_BENCH_L (D = 256) and $FUSED_AB_L1024 (128k, 1M) at D = 1024; ncu kernel times
 #            of one forward at 128k for each build
 #   sanitizeflash  memcheck/racecheck on two flash-own shapes (every variant)
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
@@ -203,7 +203,7 @@ for stage in "$@"; do
         for bin in $B/bench_hyena_fused $B/bench_hyena_fused_*; do
           echo "--- $(basename $bin) round $round" | tee -a $OUT/fusedab.txt
           timeout 200 $bin ${FUSED_BENCH_L:-4096,131072,1048576} 256 fused 2>&1 | tee -a $OUT/fusedab.txt
-          timeout 200 $bin 131072,1048576 1024 fused 2>&1 | tee -a $OUT/fusedab.txt
+          timeout 200 $bin ${FUSED_AB_L1024:-131072,1048576} 1024 fused 2>&1 | tee -a $OUT/fusedab.txt
         done
       done
       grep -E "^---|fused " $OUT/fusedab.txt | tee -a $LOG

@@ -154,37 +154,6 @@ __global__ void transpose_pos16_kernel(const unsigned short* __restrict__ in, un
   }
 }
 
-// Channel rows between the time layout (rows, L) and the position layout (rows, Lp), 2-byte
-// elements, through 32 × 32 tiles of (n1, n2): the time side is read or written along n2, the
-// position side along n1. Grid (ceil(N2/32), ceil(R/32), rows).
-__global__ void rows_pos16_kernel(const unsigned short* __restrict__ in, unsigned short* __restrict__ out,
-                                  std::int64_t L, std::int64_t Lp, int N2, int R, bool to_pos) {
-  __shared__ unsigned short tile[32][33];
-  const std::int64_t row = blockIdx.z;
-  const int n2_0 = blockIdx.x * 32, n1_0 = blockIdx.y * 32;
-  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
-    if (to_pos) {  // tile[n1][n2]
-      const std::int64_t t = std::int64_t(n1_0 + i) * N2 + n2_0 + threadIdx.x;
-      if (n1_0 + i < R && n2_0 + int(threadIdx.x) < N2 && t < L) tile[i][threadIdx.x] = in[row * L + t];
-    } else {       // tile[n2][n1]
-      const int n2 = n2_0 + i, n1 = n1_0 + threadIdx.x;
-      const std::int64_t t = std::int64_t(n1) * N2 + n2;
-      if (n1 < R && n2 < N2 && t < L) tile[i][threadIdx.x] = in[row * Lp + std::int64_t(n2) * R + n1];
-    }
-  }
-  __syncthreads();
-  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
-    if (to_pos) {
-      const int n2 = n2_0 + i, n1 = n1_0 + threadIdx.x;
-      const std::int64_t t = std::int64_t(n1) * N2 + n2;
-      if (n1 < R && n2 < N2 && t < L) out[row * Lp + std::int64_t(n2) * R + n1] = tile[threadIdx.x][i];
-    } else {
-      const std::int64_t t = std::int64_t(n1_0 + i) * N2 + n2_0 + threadIdx.x;
-      if (n1_0 + i < R && n2_0 + int(threadIdx.x) < N2 && t < L) out[row * L + t] = tile[threadIdx.x][i];
-    }
-  }
-}
-
 std::int64_t fft_size_for(std::int64_t L) {
   std::int64_t n = kMinFft;
   while (n < 2 * L) n *= 2;
@@ -260,7 +229,7 @@ struct HyenaFusedPlan::Impl {
   int packed_n = 0;
   // The arena: R0 = max(act + h, zT + Ts), R1 = max(Tf, yg) (yg only when cached), R2 = prev.
   Buffer<char> arena, tf_cached;
-  std::size_t off_r1 = 0, off_r2 = 0, act_bytes = 0, zt_bytes = 0, ts_bytes = 0;
+  std::size_t off_r1 = 0, off_r2 = 0, act_bytes = 0, zt_bytes = 0;
   // The captured forward, for the (input, output, scope) it was captured with.
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
@@ -348,34 +317,16 @@ struct HyenaFusedPlan::Impl {
       // u_b (lda N2·D), a strided batch over n2 (cuBLASLt; in_proj's bias is added by the first
       // column pass).
       const std::size_t es = dtype_size(t);
-      if (!batched_projections()) {
-        // Short columns (R < 128): one product a channel chunk in the time layout into the
-        // spectra region (free until the signal's pass A), then a tiled permute into zT.
-        char* scratch = R0() + zt_bytes;
-        const std::int64_t chunk = std::min<std::int64_t>(C, std::int64_t(ts_bytes / (L * es)));
-        for (std::int64_t b = 0; b < B; ++b)
-          for (std::int64_t c0 = 0; c0 < C; c0 += chunk) {
-            const std::int64_t n = std::min(chunk, C - c0);
-            GemmArgs g;
-            g.ta = true; g.m = L; g.n = n; g.k = D;
-            g.A = static_cast<const char*>(in) + b * L * D * es; g.lda = D;
-            g.B = w_in.data() + c0 * D * es; g.ldb = D;
-            g.D = scratch; g.ldd = L;
-            gemm_cuda(t, g, ctx);
-            permute_rows(scratch, static_cast<char*>(zT) + (b * C + c0) * Lp * es, n, true);
-          }
-      } else {
-        for (std::int64_t b = 0; b < B; ++b)
-          for_column_groups([&](std::int64_t n2, std::int64_t count, std::int64_t rows) {
-            GemmArgs g;
-            g.ta = true; g.m = rows; g.n = C; g.k = D;
-            g.A = static_cast<const char*>(in) + (b * L + n2) * D * es; g.lda = N2 * D;
-            g.B = w_in.data(); g.ldb = D;
-            g.D = static_cast<char*>(zT) + (b * C * Lp + n2 * R) * es; g.ldd = Lp;
-            g.batch = int(count); g.sa = D; g.sd = R;
-            gemm_cuda(t, g, ctx);
-          });
-      }
+      for (std::int64_t b = 0; b < B; ++b)
+        for_column_groups([&](std::int64_t n2, std::int64_t count, std::int64_t rows) {
+          GemmArgs g;
+          g.ta = true; g.m = rows; g.n = C; g.k = D;
+          g.A = static_cast<const char*>(in) + (b * L + n2) * D * es; g.lda = N2 * D;
+          g.B = w_in.data(); g.ldb = D;
+          g.D = static_cast<char*>(zT) + (b * C * Lp + n2 * R) * es; g.ldd = Lp;
+          g.batch = int(count); g.sa = D; g.sd = R;
+          gemm_cuda(t, g, ctx);
+        });
     }
     const int order = cfg.order;
     void* yg = R1();  // the final gated output (B, D, L)
@@ -409,44 +360,18 @@ struct HyenaFusedPlan::Impl {
       // grid: the R columns t = n1·N2 + n2 (ldd N2·D) from yg_b's position-layout rows at
       // n2·R (ldb Lp), a strided batch over n2; out_proj's bias in the epilogue.
       const std::size_t es = dtype_size(t);
-      if (!batched_projections()) {
-        // Short columns: yg back to the time layout in R0 (free now), then one product a batch.
-        char* scratch = R0();
-        permute_rows(yg, scratch, B * D, false);
-        for (std::int64_t b = 0; b < B; ++b) {
+      for (std::int64_t b = 0; b < B; ++b)
+        for_column_groups([&](std::int64_t n2, std::int64_t count, std::int64_t rows) {
           GemmArgs g;
-          g.ta = true; g.tb = true; g.m = D; g.n = L; g.k = D;
+          g.ta = true; g.tb = true; g.m = D; g.n = rows; g.k = D;
           g.A = w_out.data(); g.lda = D;
-          g.B = scratch + b * D * L * es; g.ldb = L;
-          g.D = static_cast<char*>(out) + b * L * D * es; g.ldd = D;
+          g.B = static_cast<const char*>(yg) + (b * D * Lp + n2 * R) * es; g.ldb = Lp;
+          g.D = static_cast<char*>(out) + (b * L + n2) * D * es; g.ldd = N2 * D;
           g.bias = b_out.data();
+          g.batch = int(count); g.sb = R; g.sd = D;
           gemm_cuda(t, g, ctx);
-        }
-      } else {
-        for (std::int64_t b = 0; b < B; ++b)
-          for_column_groups([&](std::int64_t n2, std::int64_t count, std::int64_t rows) {
-            GemmArgs g;
-            g.ta = true; g.tb = true; g.m = D; g.n = rows; g.k = D;
-            g.A = w_out.data(); g.lda = D;
-            g.B = static_cast<const char*>(yg) + (b * D * Lp + n2 * R) * es; g.ldb = Lp;
-            g.D = static_cast<char*>(out) + (b * L + n2) * D * es; g.ldd = N2 * D;
-            g.bias = b_out.data();
-            g.batch = int(count); g.sb = R; g.sd = D;
-            gemm_cuda(t, g, ctx);
-          });
-      }
+        });
     }
-  }
-
-  // The projections as N2 strided batches (m or n = R) pay from R = 128 rows a column on; below
-  // (L ≤ 16k), where cuBLASLt's kernels for such short products took 80 µs instead of 50 for
-  // in_proj at 4k, D = 1024 (ncu), one product in the time layout and a permute.
-  bool batched_projections() const { return R >= 128; }
-  void permute_rows(const void* in, void* out, std::int64_t rows, bool to_pos) {
-    const dim3 g(unsigned((N2 + 31) / 32), unsigned((R + 31) / 32), unsigned(rows));
-    rows_pos16_kernel<<<g, dim3(32, 8), 0, ctx.stream>>>(static_cast<const unsigned short*>(in),
-                                                         static_cast<unsigned short*>(out), L, Lp, N2, R, to_pos);
-    CUDA_CHECK_LAUNCH();
   }
 
   // The columns n2 of the time grid in at most two groups of equal height: fn(first n2, columns,
@@ -570,7 +495,6 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   const std::size_t yg = align256(static_cast<std::size_t>(B * D * Lp) * es);
   const std::size_t prev = w.cfg.order > 2 ? align256(static_cast<std::size_t>(B * D * Lp) * 4) : 0;
   m.zt_bytes = zt;
-  m.ts_bytes = ts;
   m.act_bytes = act;
   const std::size_t r0 = std::max(cache_filter ? 0 : act + h, zt + ts);
   const std::size_t r1 = cache_filter ? yg : std::max(tf, yg);

@@ -34,7 +34,10 @@
 //       time): 1.29 ms (16 elements a thread in pass B too, v5a: 1.31, pass B slower).
 //   v6: pass B keeps each thread's own H and Z in registers (only the mirrored partners go
 //       through shared memory): 1.283 ms; 12.1 ms at 1M; D = 1024, 1M: 54.1 ms. The short
-//       projections' batches (R < 128 rows a column: L ≤ 16k) are slower than one product.
+//       projections' batches (R < 128 rows a column: L ≤ 16k) are short: D = 1024, 4k 0.248 ms
+//       (v4b 0.210).
+//   v7 (rejected): for R < 128, one product in the time layout and a permute kernel instead of
+//       the batches: slower at every L ≤ 16k (0.082 ms against 0.065 at 4k, D = 256).
 #pragma once
 #include <memory>
 #include <string>

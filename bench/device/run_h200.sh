@@ -25,7 +25,8 @@
 #   fusedbench  bench_hyena_fused (hyena-fused, its cached filter, hyena-cuda; $FUSED_BENCH_L,
 #            $FUSED_BENCH_D), ncu kernel times at 128k and the sections of the FFT-pass kernels
 #   fusedquick  hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
-#   fusedab  bench_hyena_fused and every earlier build packed beside it (bundle.sh $AB_BENCH),
+#   fusedab  bench_hyena_fused (also with LONGMIX_GEMM_TUNE=0) and every earlier build packed
+#            beside it (bundle.sh $AB_BENCH),
 #            alternating, at $FUSED_BENCH_L (D = 256) and $FUSED_AB_L1024 (128k, 1M) at D = 1024; ncu kernel times
 #            of one forward at 128k for each build
 #   sanitizeflash  memcheck/racecheck on two flash-own shapes (every variant)
@@ -43,6 +44,23 @@ export PATH=/usr/local/cuda/bin:$PATH
 PY=${PY:-python3}
 LOG=$OUT/run.log
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee -a $LOG
+# ncu kernel times (and DRAM bytes) of one hyena-fused forward at L (default 128k), D = 256: BIN
+# (a bench_hyena_fused build) → FILE. It skips past the plan's GEMM tuning (gemm_tune_cuda: up
+# to 2 × 8 candidates × 4 calls) into the warm-up forwards, which are all alike.
+ncu_fused_forward() {
+  timeout 200 ncu --graph-profiling node --launch-skip 150 --launch-count 24 \
+    --metrics gpu__time_duration.sum,dram__bytes.sum $1 ${3:-131072} 256 fused > $2 2>&1
+  echo "ncu $(basename $1) ${3:-131072} rc=$?" | tee -a $LOG
+}
+# ncu SECTIONS... of the four FFT-pass kernels of one forward at 128k, D = 256 → FILE.
+ncu_fused_passes() {
+  local file=$1
+  shift
+  timeout 300 ncu --graph-profiling node --kernel-name-base demangled -k regex:'col_|row_' --launch-count 4 \
+    "$@" $B/bench_hyena_fused 131072 256 fused > $file 2>&1
+  echo "ncu $(basename $file) rc=$?" | tee -a $LOG
+}
+
 # memcheck and racecheck on the gpu_test cases of FILTER, logs $OUT/sanitizer_NAME_TOOL.log.
 # Default: two small hyena-fused tests (order 3, L 77 and 2500).
 sanitize() {
@@ -182,35 +200,28 @@ for stage in "$@"; do
                  # forward at 128k (D = 256) and the sections of its FFT-pass kernels
       timeout 300 $B/bench_hyena_fused ${FUSED_BENCH_L:-4096,131072,1048576} ${FUSED_BENCH_D:-256} 2>&1 | \
         tee $OUT/bench_hyena_fused.txt | tee -a $LOG
-      timeout 200 ncu --graph-profiling node --launch-count 20 --metrics gpu__time_duration.sum,dram__bytes.sum \
-        $B/bench_hyena_fused 131072 256 fused > $OUT/ncu_fused.txt 2>&1
-      echo "ncu fused rc=$?" | tee -a $LOG
-      timeout 200 ncu --graph-profiling node --kernel-name-base demangled -k regex:'col_|row_' --launch-count 4 \
-        --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
-        --section MemoryWorkloadAnalysis --section SchedulerStats --section InstructionStats \
-        $B/bench_hyena_fused 131072 256 fused > $OUT/ncu_fused_detail.txt 2>&1
-      echo "ncu fused detail rc=$?" | tee -a $LOG
+      ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_fused.txt
+      ncu_fused_passes $OUT/ncu_fused_detail.txt --section SpeedOfLight --section Occupancy --section WarpStateStats \
+        --section LaunchStats --section MemoryWorkloadAnalysis --section SchedulerStats --section InstructionStats
       ;;
     fusedsmem)  # the FFT-pass kernels at 128k (D = 256): shared-memory and L1 tables (bank conflicts,
                 # wavefronts), warp stalls and source counters (top stall locations)
-      timeout 300 ncu --graph-profiling node --kernel-name-base demangled -k regex:'col_|row_' --launch-count 4 \
-        --section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section SourceCounters \
-        $B/bench_hyena_fused 131072 256 fused > $OUT/ncu_fused_smem.txt 2>&1
-      echo "ncu fused smem rc=$?" | tee -a $LOG
+      ncu_fused_passes $OUT/ncu_fused_smem.txt --section MemoryWorkloadAnalysis_Tables --section WarpStateStats \
+        --section SourceCounters
       ;;
     fusedab)  # this build's bench_hyena_fused against the earlier ones packed beside it, in one call
       for round in 1 2; do
-        for bin in $B/bench_hyena_fused $B/bench_hyena_fused_*; do
-          echo "--- $(basename $bin) round $round" | tee -a $OUT/fusedab.txt
-          timeout 200 $bin ${FUSED_BENCH_L:-4096,131072,1048576} 256 fused 2>&1 | tee -a $OUT/fusedab.txt
-          timeout 200 $bin ${FUSED_AB_L1024:-131072,1048576} 1024 fused 2>&1 | tee -a $OUT/fusedab.txt
+        # this build also with LONGMIX_GEMM_TUNE=0 (the heuristic's first GEMM choices)
+        for run in "$B/bench_hyena_fused" "env LONGMIX_GEMM_TUNE=0 $B/bench_hyena_fused" $B/bench_hyena_fused_*; do
+          echo "--- ${run//$B\//} round $round" | tee -a $OUT/fusedab.txt
+          timeout 200 $run ${FUSED_BENCH_L:-4096,131072,1048576} 256 fused 2>&1 | tee -a $OUT/fusedab.txt
+          timeout 200 $run ${FUSED_AB_L1024:-131072,1048576} 1024 fused 2>&1 | tee -a $OUT/fusedab.txt
         done
       done
       grep -E "^---|fused " $OUT/fusedab.txt | tee -a $LOG
       for bin in $B/bench_hyena_fused $B/bench_hyena_fused_*; do
-        timeout 200 ncu --graph-profiling node --launch-count 20 --metrics gpu__time_duration.sum,dram__bytes.sum \
-          $bin 131072 256 fused > $OUT/ncu_ab_$(basename $bin).txt 2>&1
-        echo "ncu $(basename $bin) rc=$?" | tee -a $LOG
+        ncu_fused_forward $bin $OUT/ncu_ab_$(basename $bin).txt
+        ncu_fused_forward $bin $OUT/ncu_ab_4k_$(basename $bin).txt 4096
       done
       tar -C $OUT -czf $OUT/ncu_ab.tgz $(cd $OUT && ls ncu_ab_*.txt) && rm -f $OUT/ncu_ab_*.txt
       ;;

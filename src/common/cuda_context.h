@@ -42,6 +42,20 @@ struct GemmArgs {
 };
 void gemm_cuda(DType t, const GemmArgs& g, CudaContext& ctx);
 
+// Times up to `candidates` of cuBLASLt's heuristic algorithms for g's shape on g's operands
+// (writing g.D; ctx.stream is synchronised; never inside a graph capture) and makes the fastest
+// the one gemm_cuda uses for that shape from then on. Times are the best of three calls, each
+// after writing flush_bytes at flush (memory disjoint from the operands; a region larger than
+// L2 makes the operands come from DRAM, as they do inside a forward).
+struct GemmTuning {
+  int candidates = 0;         // algorithms the heuristic offered
+  int chosen = -1;            // index of the fastest (0: the heuristic's first choice)
+  float heuristic_ms = -1.0f;  // the first choice's time (-1: it could not run)
+  float chosen_ms = -1.0f;
+};
+GemmTuning gemm_tune_cuda(DType t, const GemmArgs& g, CudaContext& ctx, void* flush = nullptr,
+                          std::size_t flush_bytes = 0, int candidates = 8);
+
 // Y (M, N) = X (M, K) · W (N, K)ᵀ (+ bias (N), dtype t) in dtype t with fp32 accumulation.
 void linear_cuda(DType t, std::int64_t M, std::int64_t N, std::int64_t K, const void* X, const void* W,
                  const void* bias, void* Y, CudaContext& ctx);

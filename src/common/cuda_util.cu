@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include "common/cuda_check.h"
 #include "common/cuda_context.h"
@@ -45,6 +46,9 @@ struct LtPlan {
   cublasLtMatmulAlgo_t algo{};
 };
 
+std::vector<cublasLtMatmulHeuristicResult_t> heuristics(cublasLtHandle_t lt, const LtPlan& p, const LtKey& k,
+                                                        int n);
+
 LtPlan make_lt_plan(cublasLtHandle_t lt, const LtKey& k) {
   LtPlan p;
   const cudaDataType_t ct = cuda_dtype(static_cast<DType>(k.t));
@@ -68,42 +72,109 @@ LtPlan make_lt_plan(cublasLtHandle_t lt, const LtKey& k) {
                                                     &strides[i], sizeof(strides[i])));
     }
   }
+  const auto r = heuristics(lt, p, k, 1);
+  p.algo = r[0].algo;
+  return p;
+}
+
+// Up to n of cuBLASLt's heuristic candidates for the plan's shape, best guess first; throws when
+// there is none.
+std::vector<cublasLtMatmulHeuristicResult_t> heuristics(cublasLtHandle_t lt, const LtPlan& p, const LtKey& k, int n) {
   cublasLtMatmulPreference_t pref = nullptr;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &k.ws,
                                                     sizeof(k.ws)));
-  cublasLtMatmulHeuristicResult_t r{};
+  std::vector<cublasLtMatmulHeuristicResult_t> r(static_cast<std::size_t>(n));
   int found = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.d, p.d, pref, 1, &r, &found);
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.d, p.d, pref, n, r.data(), &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (st != CUBLAS_STATUS_SUCCESS || found == 0)
     throw RuntimeFailure(detail::concat("cuBLASLt has no algorithm for a ", k.m, "x", k.n, "x", k.k, " product",
                              k.bias ? " with a bias epilogue" : "", " (", cublasGetStatusString(st), ")"));
-  p.algo = r.algo;
-  return p;
+  r.resize(static_cast<std::size_t>(found));
+  return r;
+}
+
+LtKey key_of(DType t, const GemmArgs& g, const CudaContext& ctx) {
+  return LtKey{int(t), g.ta,  g.tb,  g.bias != nullptr, g.m,  g.n,  g.k,  g.lda,
+               g.ldb,  g.ldd, ctx.workspace_bytes, g.batch, g.sa, g.sb, g.sd};
+}
+
+// The cached setup of a shape, made on first use. Entries are never removed, so the reference
+// stays valid.
+LtPlan& lt_plan(cublasLtHandle_t lt, const LtKey& key) {
+  static std::mutex mu;
+  static std::map<LtKey, LtPlan> plans;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = plans.find(key);
+  if (it == plans.end()) it = plans.emplace(key, make_lt_plan(lt, key)).first;
+  return it->second;
+}
+
+// A cuBLAS handle is a cuBLASLt handle (cuBLAS documentation, cublasLtHandle_t).
+cublasLtHandle_t lt_of(const CudaContext& ctx) { return reinterpret_cast<cublasLtHandle_t>(ctx.cublas); }
+
+cublasStatus_t run_lt(const LtPlan& p, const cublasLtMatmulAlgo_t& algo, const GemmArgs& g, CudaContext& ctx) {
+  if (g.bias)
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+  const float alpha = 1.0f, beta = 0.0f;
+  return cublasLtMatmul(lt_of(ctx), p.op, &alpha, g.A, p.a, g.B, p.b, &beta, g.D, p.d, g.D, p.d, &algo,
+                        ctx.workspace, ctx.workspace_bytes, ctx.stream);
 }
 }  // namespace
 
 void gemm_cuda(DType t, const GemmArgs& g, CudaContext& ctx) {
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
-  static std::mutex mu;
-  static std::map<LtKey, LtPlan> plans;
-  // A cuBLAS handle is a cuBLASLt handle (cuBLAS documentation, cublasLtHandle_t).
-  auto lt = reinterpret_cast<cublasLtHandle_t>(ctx.cublas);
-  const LtKey key{int(t), g.ta,  g.tb,  g.bias != nullptr, g.m,  g.n,  g.k,  g.lda,
-                  g.ldb,  g.ldd, ctx.workspace_bytes, g.batch, g.sa, g.sb, g.sd};
-  LtPlan* p = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = plans.find(key);
-    if (it == plans.end()) it = plans.emplace(key, make_lt_plan(lt, key)).first;
-    p = &it->second;
+  const LtPlan& p = lt_plan(lt_of(ctx), key_of(t, g, ctx));
+  CUBLAS_CHECK(run_lt(p, p.algo, g, ctx));
+}
+
+GemmTuning gemm_tune_cuda(DType t, const GemmArgs& g, CudaContext& ctx, void* flush, std::size_t flush_bytes,
+                          int candidates) {
+  GemmTuning res;
+  if (g.m == 0 || g.n == 0 || g.batch == 0) return res;
+  const LtKey key = key_of(t, g, ctx);
+  LtPlan& p = lt_plan(lt_of(ctx), key);
+  const auto cands = heuristics(lt_of(ctx), p, key, std::max(1, candidates));
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  const auto time_ms = [&](const cublasLtMatmulAlgo_t& algo) -> float {
+    if (run_lt(p, algo, g, ctx) != CUBLAS_STATUS_SUCCESS) return -1.0f;  // warm-up; unusable here
+    float best = -1.0f;
+    for (int r = 0; r < 3; ++r) {
+      if (flush_bytes) CUDA_CHECK(cudaMemsetAsync(flush, r, flush_bytes, ctx.stream));
+      CUDA_CHECK(cudaEventRecord(e0, ctx.stream));
+      CUBLAS_CHECK(run_lt(p, algo, g, ctx));
+      CUDA_CHECK(cudaEventRecord(e1, ctx.stream));
+      CUDA_CHECK(cudaEventSynchronize(e1));
+      float ms = 0.0f;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      if (best < 0.0f || ms < best) best = ms;
+    }
+    return best;
+  };
+  int best_i = -1;
+  float best_ms = -1.0f;
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    if (cands[i].state != CUBLAS_STATUS_SUCCESS || cands[i].workspaceSize > ctx.workspace_bytes) continue;
+    const float ms = time_ms(cands[i].algo);
+    if (ms < 0.0f) continue;
+    if (i == 0) res.heuristic_ms = ms;
+    if (best_i < 0 || ms < best_ms) {
+      best_i = static_cast<int>(i);
+      best_ms = ms;
+    }
   }
-  if (g.bias)
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
-  const float alpha = 1.0f, beta = 0.0f;
-  CUBLAS_CHECK(cublasLtMatmul(lt, p->op, &alpha, g.A, p->a, g.B, p->b, &beta, g.D, p->d, g.D, p->d, &p->algo,
-                              ctx.workspace, ctx.workspace_bytes, ctx.stream));
+  CUDA_CHECK(cudaEventDestroy(e0));
+  CUDA_CHECK(cudaEventDestroy(e1));
+  res.candidates = static_cast<int>(cands.size());
+  if (best_i >= 0) {
+    p.algo = cands[static_cast<std::size_t>(best_i)].algo;
+    res.chosen = best_i;
+    res.chosen_ms = best_ms;
+  }
+  return res;
 }
 
 void linear_cuda(DType t, std::int64_t M, std::int64_t N, std::int64_t K, const void* X, const void* W,

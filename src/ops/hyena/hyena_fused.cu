@@ -2,9 +2,12 @@
 // See hyena_fused.h for the design and hyena_fused_fft.cuh for the FFT passes.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "common/cuda_check.h"
@@ -24,103 +27,133 @@ constexpr int kMaxE = 8;      // widest positional embedding supported
 constexpr int kMaxMid = 12;   // inner MLP layers held in shared memory at once
 constexpr std::int64_t kMinFft = 4096, kMaxFft = 1ll << 22;
 
-// Filter MLP, every layer but the last (SPEC §3 step 4): act (L, F) = Sin(… Sin(Linear(z_pos))).
-// 256 threads a block; thread (fg, tg) computes kOut outputs kOut·fg … of 4 time points 4·tg …
-// (a kOut × 4 register tile), a block 16·kOut time points. kOut = 4 (long L): each input step is
-// two 16-byte shared loads (four weights, four activations) for 16 FMAs; kOut = 1 (short L, where
-// blocks are few and each block's load of the weights dominates): 4 FMAs a step, 4× the blocks.
-// Weights packed by the plan (rows past F are zero, so the loops need no guards). Rows of act are
-// in the position layout (hyena_fused_fft.cuh): row p holds time (p mod R)·N2 + p / R, so the
-// last layer's GEMM writes h in it too; rows of times past L hold the values of L − 1.
-// v1 gave each thread a whole time point (64 outputs × 64 inputs in registers): 536 µs at 128k,
-// 171 µs at 4k (only L/128 blocks; latency-bound). v2 (kOut = 1 everywhere): 192 µs at 128k
-// (ncu, 1.5 GHz), shared-load bound.
-constexpr int kHiddenThreads = 256;
-template <int kOut>
-constexpr int hidden_points() { return 16 * kOut; }  // time points a block
-template <int kOut>
-constexpr int hidden_stride() { return hidden_points<kOut>() + 4; }  // activation row stride (floats)
-template <int kOut>
-__device__ __forceinline__ void load_out(const float* p, float (&v)[kOut]) {
-  if constexpr (kOut == 4) {
-    const float4 x = *reinterpret_cast<const float4*>(p);
-    v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
-  } else {
-#pragma unroll
-    for (int j = 0; j < kOut; ++j) v[j] = p[j];
-  }
+// Filter MLP, every layer but the last (SPEC §3 step 4): act (Lp, Fs) fp16 = Sin(… Sin(Linear(z_pos)))
+// on tensor cores. A warp computes 16 time points × 64 outputs of a layer as 8 × 4 m16n8k16 MMAs
+// (fp16 operands, fp32 accumulation, the biases and Sin in fp32). The accumulator fragment of one
+// layer (row g / g + 8, columns 8j + 2c + {0, 1}) is, packed to fp16 pairs, exactly the A fragment
+// of the next layer's k-step j / 2, so activations never leave registers between layers (as in
+// FlashAttention-2's P·V); only the weights come from shared memory. The first layer (E ≤ 8 inputs)
+// is plain fp32 FMAs. Rows of act are in the position layout (hyena_fused_params.h), so the last
+// layer's GEMM writes h in it too; rows of times past L hold the values of L − 1. fp16 operands
+// carry the same 10-bit mantissa as the TF32 last layer (and PyTorch's half module computes the
+// whole MLP in fp16). Sin is the SFU's __sinf: its absolute error (~1e-6 for |x| ≤ π, growing
+// as |x|·2^-22 beyond) is far below the fp16 rounding of every activation it feeds (2^-11).
+// v1–v6 ran fp32 FMAs on CUDA cores (a 4 × 4 register tile a thread, activations through shared
+// memory): 155 µs at 128k (ncu) for 2.2 GFLOP.
+constexpr int kMmaMaxWarps = 4;  // warps a block (fewer at short L, for more blocks)
+constexpr int kWS = kFM + 8;  // halves a weight row in shared memory: conflict-free B fragments
+// f32 part of the packed weights: W0 (kFM × E), b0 (kFM), freq (kFM), the inner biases (nmid × kFM).
+constexpr int packed32_floats(int E, int nmid) { return kFM * E + 2 * kFM + nmid * kFM; }
+constexpr std::size_t hidden_mma_smem(int E, int nmid) {
+  return (std::size_t(packed32_floats(E, nmid)) * 4 + 15) / 16 * 16 + std::size_t(nmid) * kFM * kWS * 2;
 }
-template <int kOut>
-__global__ void __launch_bounds__(kHiddenThreads) filter_hidden_kernel(
+__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const unsigned*>(&h);
+}
+__global__ void __launch_bounds__(32 * kMmaMaxWarps) filter_hidden_kernel(
     const float* __restrict__ pz, int E, std::int64_t L, std::int64_t Lp, int N2, int R,
-    const float* __restrict__ packed, int packed_n, int nmid, int F, float* __restrict__ act) {
-  constexpr int kGroups = kFM / kOut, kAS = hidden_stride<kOut>();
-  extern __shared__ __align__(16) float sm[];
-  float* as = sm;                      // [kFM][kAS]: activations, input-major
-  float* wts = sm + kFM * kAS;         // the packed weights
-  const int tid = threadIdx.x;
-  for (int i = tid; i < packed_n; i += kHiddenThreads) wts[i] = packed[i];
-  const float* W0 = wts;               // (kFM, E)
-  const float* b0 = W0 + kFM * E;      // (kFM)
-  const float* freq = b0 + kFM;        // (kFM)
-  const float* mid = freq + kFM;       // nmid × [WT (kFM in, kFM out), b (kFM)]
-  const int f0 = (tid % kGroups) * kOut, t0 = (tid / kGroups) * 4;
-  const std::int64_t tb = std::int64_t(blockIdx.x) * hidden_points<kOut>();
+    const float* __restrict__ p32, const __half* __restrict__ w16, int nmid, int F, int Fs,
+    __half* __restrict__ act) {
+  extern __shared__ __align__(16) unsigned char sm[];
+  const int n32 = packed32_floats(E, nmid);
+  float* s32 = reinterpret_cast<float*>(sm);
+  __half* s16 = reinterpret_cast<__half*>(sm + (std::size_t(n32) * 4 + 15) / 16 * 16);
+  // Every copy in flight at once (cp.async): a loop of dependent loads and stores took one L2
+  // round trip per 16 bytes a thread.
+  for (int i = threadIdx.x; i < n32; i += blockDim.x) __pipeline_memcpy_async(s32 + i, p32 + i, 4);
+  {
+    const int n16 = nmid * kFM * kWS / 8;  // 16-byte chunks (kWS is a multiple of 8)
+    const uint4* src = reinterpret_cast<const uint4*>(w16);
+    uint4* dst = reinterpret_cast<uint4*>(s16);
+    for (int i = threadIdx.x; i < n16; i += blockDim.x) __pipeline_memcpy_async(dst + i, src + i, 16);
+  }
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
   __syncthreads();
-  float a[kOut][4];  // [output j][time point i]
+  const float* W0 = s32;
+  const float* b0 = W0 + kFM * E;
+  const float* freq = b0 + kFM;
+  const float* mbias = freq + kFM;
+  const int lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+  float fr[8][2];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const std::int64_t q = std::min<std::int64_t>(tb + t0 + i, Lp - 1);
-    const std::int64_t t = std::min<std::int64_t>((q % R) * N2 + q / R, L - 1);
-#pragma unroll
-    for (int j = 0; j < kOut; ++j) {
-      float acc = b0[f0 + j];
-      for (int e = 0; e < E; ++e) acc += W0[(f0 + j) * E + e] * pz[t * E + e];
-      a[j][i] = sinf(freq[f0 + j] * acc);
-    }
+  for (int j = 0; j < 8; ++j) {
+    fr[j][0] = freq[8 * j + 2 * c];
+    fr[j][1] = freq[8 * j + 2 * c + 1];
   }
-  float fr[kOut];
-  load_out<kOut>(freq + f0, fr);
-  for (int l = 0; l < nmid; ++l) {
+  const std::int64_t tiles = (Lp + 15) / 16;
+  const int warps = blockDim.x / 32;
+  for (std::int64_t tile = std::int64_t(blockIdx.x) * warps + threadIdx.x / 32; tile < tiles;
+       tile += std::int64_t(gridDim.x) * warps) {
+    float acc[8][4];  // n-tile j: (row g, cols 8j + 2c, +1), (row g + 8, the same cols)
 #pragma unroll
-    for (int j = 0; j < kOut; ++j)
-      *reinterpret_cast<float4*>(as + (f0 + j) * kAS + t0) = make_float4(a[j][0], a[j][1], a[j][2], a[j][3]);
-    __syncthreads();
-    const float* WT = mid + l * (kFM * kFM + kFM);
-    float bias[kOut];
-    load_out<kOut>(WT + kFM * kFM + f0, bias);
-    float acc[kOut][4];
+    for (int hr = 0; hr < 2; ++hr) {
+      const std::int64_t q = std::min<std::int64_t>(tile * 16 + g + 8 * hr, Lp - 1);
+      const std::int64_t t = std::min<std::int64_t>(fused::time_at(q, N2, R), L - 1);
+      float z[kMaxE];
 #pragma unroll
-    for (int j = 0; j < kOut; ++j)
+      for (int e = 0; e < kMaxE; ++e) z[e] = e < E ? pz[t * E + e] : 0.0f;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) acc[j][i] = bias[j];
-#pragma unroll 8
-    for (int e = 0; e < kFM; ++e) {
-      float wv[kOut];
-      load_out<kOut>(WT + e * kFM + f0, wv);
-      const float4 x = *reinterpret_cast<const float4*>(as + e * kAS + t0);
-      const float xv[4] = {x.x, x.y, x.z, x.w};
+      for (int j = 0; j < 8; ++j)
 #pragma unroll
-      for (int j = 0; j < kOut; ++j)
+        for (int u = 0; u < 2; ++u) {
+          const int f = 8 * j + 2 * c + u;
+          float a = b0[f];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) acc[j][i] = fmaf(wv[j], xv[i], acc[j][i]);
+          for (int e = 0; e < kMaxE; ++e)
+            if (e < E) a = fmaf(W0[f * E + e], z[e], a);
+          acc[j][2 * hr + u] = __sinf(fr[j][u] * a);
+        }
+    }
+    for (int l = 0; l < nmid; ++l) {
+      unsigned A[4][4];
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        A[s][0] = pack_half2(acc[2 * s][0], acc[2 * s][1]);
+        A[s][1] = pack_half2(acc[2 * s][2], acc[2 * s][3]);
+        A[s][2] = pack_half2(acc[2 * s + 1][0], acc[2 * s + 1][1]);
+        A[s][3] = pack_half2(acc[2 * s + 1][2], acc[2 * s + 1][3]);
+      }
+      const __half* Wl = s16 + l * kFM * kWS;  // (out n, in k): B[k][n] = W[n][k]
+      const float* bl = mbias + l * kFM;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        acc[j][0] = acc[j][2] = bl[8 * j + 2 * c];
+        acc[j][1] = acc[j][3] = bl[8 * j + 2 * c + 1];
+      }
+#pragma unroll
+      for (int s = 0; s < 4; ++s)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const __half* w = Wl + (8 * j + g) * kWS + 16 * s + 2 * c;
+          mma_16816(acc[j], A[s], *reinterpret_cast<const unsigned*>(w), *reinterpret_cast<const unsigned*>(w + 8));
+        }
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[j][i] = __sinf(fr[j][i % 2] * acc[j][i]);
     }
 #pragma unroll
-    for (int j = 0; j < kOut; ++j)
+    for (int hr = 0; hr < 2; ++hr) {
+      const std::int64_t q = tile * 16 + g + 8 * hr;
+      if (q >= Lp) continue;
+      __half* row = act + q * Fs;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) a[j][i] = sinf(fr[j] * acc[j][i]);
-    __syncthreads();
-  }
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const std::int64_t q = tb + t0 + i;
-    if (q >= Lp) break;
-#pragma unroll
-    for (int j = 0; j < kOut; ++j)
-      if (f0 + j < F) act[q * F + f0 + j] = a[j][i];
+      for (int j = 0; j < 8; ++j) {
+        const int f = 8 * j + 2 * c;
+        if (f + 1 < F) *reinterpret_cast<__half2*>(row + f) = __floats2half2_rn(acc[j][2 * hr], acc[j][2 * hr + 1]);
+        else if (f < F) row[f] = __float2half_rn(acc[j][2 * hr]);
+      }
+    }
   }
 }
-
 // The core scope's layout changes, 2-byte elements, between time-major rows (B, L, Cc) and
 // channel rows in the position layout (B, Cc, Lp): position q holds time (q mod R)·N2 + q / R.
 // to_pos: in (B, L, Cc) → out (B, Cc, Lp); else in (B, Cc, Lp) → out (B, L, Cc) (positions of
@@ -132,11 +165,12 @@ __global__ void transpose_pos16_kernel(const unsigned short* __restrict__ in, un
                                        bool to_pos) {
   __shared__ unsigned short tile[32][33];
   const std::int64_t b = blockIdx.z, q0 = std::int64_t(blockIdx.y) * 32, c0 = std::int64_t(blockIdx.x) * 32;
-  const auto time_of = [&](std::int64_t q) { return (q % R) * N2 + q / R; };
   for (int i = threadIdx.y; i < 32; i += blockDim.y) {
     if (to_pos) {  // tile[position][channel] from time rows, channels along threadIdx.x
       const std::int64_t q = q0 + i, c = c0 + threadIdx.x;
-      if (q < Lp && c < Cc && time_of(q) < L) tile[i][threadIdx.x] = in[(b * L + time_of(q)) * Cc + c];
+      if (q >= Lp || c >= Cc) continue;
+      const std::int64_t t = fused::time_at(q, N2, R);
+      if (t < L) tile[i][threadIdx.x] = in[(b * L + t) * Cc + c];
     } else {       // tile[channel][position] from channel rows, positions along threadIdx.x
       const std::int64_t c = c0 + i, q = q0 + threadIdx.x;
       if (q < Lp && c < Cc) tile[i][threadIdx.x] = in[(b * Cc + c) * Lp + q];
@@ -146,10 +180,12 @@ __global__ void transpose_pos16_kernel(const unsigned short* __restrict__ in, un
   for (int i = threadIdx.y; i < 32; i += blockDim.y) {
     if (to_pos) {
       const std::int64_t c = c0 + i, q = q0 + threadIdx.x;
-      if (q < Lp && c < Cc && time_of(q) < L) out[(b * Cc + c) * Lp + q] = tile[threadIdx.x][i];
+      if (q < Lp && c < Cc && fused::time_at(q, N2, R) < L) out[(b * Cc + c) * Lp + q] = tile[threadIdx.x][i];
     } else {
       const std::int64_t q = q0 + i, c = c0 + threadIdx.x;
-      if (q < Lp && c < Cc && time_of(q) < L) out[(b * L + time_of(q)) * Cc + c] = tile[threadIdx.x][i];
+      if (q >= Lp || c >= Cc) continue;
+      const std::int64_t t = fused::time_at(q, N2, R);
+      if (t < L) out[(b * L + t) * Cc + c] = tile[threadIdx.x][i];
     }
   }
 }
@@ -217,7 +253,7 @@ struct HyenaFusedPlan::Impl {
   std::int64_t B = 0, L = 0, N = 0, D = 0, C = 0, Dh = 0;
   int N1 = 0, N2 = 0, F = 0;
   // The position layout of time rows (hyena_fused_fft.cuh): R rows a column, Lp = N2·R values.
-  int R = 0, lg_n2 = 0;
+  int R = 0;
   std::int64_t Lp = 0;
   DType t = DType::kF16;
   bool cached = false;
@@ -225,8 +261,11 @@ struct HyenaFusedPlan::Impl {
   CudaContext ctx;
   std::size_t ssz = 4;  // bytes of one stored complex value
   // Weights: projections in dtype t, the rest fp32.
-  Buffer<char> w_in, w_out, b_out, b_in, sw, sb, fbias, pz, pt, deltas, mlp_packed, w_last;
-  int packed_n = 0;
+  // The filter MLP: mlp32 (W0, b0, freq, inner biases; fp32), mlp16 (inner weights, rows of kWS
+  // halves), w_last (Dh, F) fp16.
+  Buffer<char> w_in, w_out, b_out, b_in, sw, sb, fbias, pz, pt, deltas, mlp32, mlp16, w_last;
+  int Fs = 0;      // act's row stride (halves): F rounded up to 8
+  int blocks_hidden = 0, warps_hidden = 0;
   // The arena: R0 = max(act + h, zT + Ts), R1 = max(Tf, yg) (yg only when cached), R2 = prev.
   Buffer<char> arena, tf_cached;
   std::size_t off_r1 = 0, off_r2 = 0, act_bytes = 0, zt_bytes = 0;
@@ -254,7 +293,7 @@ struct HyenaFusedPlan::Impl {
   PassParams base_params() {
     PassParams P;
     P.L = L; P.N = N; P.D = D; P.C = C; P.N1 = N1; P.N2 = N2;
-    P.R = R; P.lg_n2 = lg_n2; P.Lp = Lp;
+    P.R = R; P.Lp = Lp;
     P.K = cfg.short_filter_order;
     P.half_D = D / 2;
     P.bf16 = t == DType::kBF16;
@@ -264,16 +303,10 @@ struct HyenaFusedPlan::Impl {
     return P;
   }
 
-  // Filter hidden layers: 4 outputs × 4 time points a thread, 1 × 4 below 32k (more blocks).
-  static constexpr int kOutLong = 4, kOutShort = 1;
-  bool hidden_short() const { return opt.filter_tile ? opt.filter_tile == 1 : L < 32768; }
-  template <int kOut>
-  std::size_t hidden_smem() const { return (kFM * hidden_stride<kOut>() + packed_n) * sizeof(float); }
-  template <int kOut>
-  void launch_hidden(float* act) {
-    constexpr int kTP = hidden_points<kOut>();
-    filter_hidden_kernel<kOut><<<unsigned((Lp + kTP - 1) / kTP), kHiddenThreads, hidden_smem<kOut>(), ctx.stream>>>(
-        f(pz), cfg.emb_dim, L, Lp, N2, R, f(mlp_packed), packed_n, cfg.num_inner_mlps, F, act);
+  void launch_hidden(__half* act) {
+    filter_hidden_kernel<<<unsigned(blocks_hidden), 32 * warps_hidden, hidden_mma_smem(cfg.emb_dim, cfg.num_inner_mlps),
+                           ctx.stream>>>(f(pz), cfg.emb_dim, L, Lp, N2, R, f(mlp32),
+                                         reinterpret_cast<const __half*>(mlp16.data()), cfg.num_inner_mlps, F, Fs, act);
     CUDA_CHECK_LAUNCH();
   }
   void col(bool fwd, const PassParams& P, std::int64_t pairs) {
@@ -284,15 +317,14 @@ struct HyenaFusedPlan::Impl {
   }
 
   // The filter's pass-A transform (Dh/2 pairs) into tf, from the weights alone.
-  void filter_transform(void* tf, float* act, float* h) {
-    if (hidden_short()) launch_hidden<kOutShort>(act);
-    else launch_hidden<kOutLong>(act);
+  void filter_transform(void* tf, __half* act, __half* h) {
+    launch_hidden(act);
     // Column-major h (Lp, Dh) = actᵀ (Lp, F) · W_lastᵀ: row-major h (Dh, Lp), rows in the position
-    // layout. TF32 tensor cores.
+    // layout. fp16 operands and output, fp32 accumulation (v1–v7: fp32 act and h, TF32).
     const float one = 1.0f, zero = 0.0f;
-    CUBLAS_CHECK(cublasGemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(Lp), int(Dh), F, &one, act, CUDA_R_32F, F,
-                              w_last.data(), CUDA_R_32F, F, &zero, h, CUDA_R_32F, int(Lp),
-                              CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+    CUBLAS_CHECK(cublasGemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(Lp), int(Dh), F, &one, act, CUDA_R_16F, Fs,
+                              w_last.data(), CUDA_R_16F, F, &zero, h, CUDA_R_16F, int(Lp), CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
     PassParams P = base_params();
     P.src = fused::kSrcFilter;
     P.h = h;
@@ -302,7 +334,7 @@ struct HyenaFusedPlan::Impl {
 
   // The whole forward on the stream. layer: in = u (B, L, D); core: in = z (B, L, C).
   void enqueue(const void* in, void* out, bool core) {
-    if (!cached) filter_transform(R1(), reinterpret_cast<float*>(R0()), reinterpret_cast<float*>(R0() + act_bytes));
+    if (!cached) filter_transform(R1(), reinterpret_cast<__half*>(R0()), reinterpret_cast<__half*>(R0() + act_bytes));
     void* zT = R0();
     void* Ts = R0() + zt_bytes;
     if (core) {
@@ -312,20 +344,9 @@ struct HyenaFusedPlan::Impl {
                                                                 true);
       CUDA_CHECK_LAUNCH();
     } else {
-      // zT (C, Lp) per batch in the position layout = W_in · u_bᵀ, one product per column n2 of
-      // the time grid: column-major (R, C) at zT + n2·R (ldd Lp) from the rows t = n1·N2 + n2 of
-      // u_b (lda N2·D), a strided batch over n2 (cuBLASLt; in_proj's bias is added by the first
-      // column pass).
-      const std::size_t es = dtype_size(t);
       for (std::int64_t b = 0; b < B; ++b)
         for_column_groups([&](std::int64_t n2, std::int64_t count, std::int64_t rows) {
-          GemmArgs g;
-          g.ta = true; g.m = rows; g.n = C; g.k = D;
-          g.A = static_cast<const char*>(in) + (b * L + n2) * D * es; g.lda = N2 * D;
-          g.B = w_in.data(); g.ldb = D;
-          g.D = static_cast<char*>(zT) + (b * C * Lp + n2 * R) * es; g.ldd = Lp;
-          g.batch = int(count); g.sa = D; g.sd = R;
-          gemm_cuda(t, g, ctx);
+          gemm_cuda(t, in_proj_args(b, n2, count, rows, in, zT), ctx);
         });
     }
     const int order = cfg.order;
@@ -356,22 +377,67 @@ struct HyenaFusedPlan::Impl {
                                                                 false);
       CUDA_CHECK_LAUNCH();
     } else {
-      // y_b (L, D) row-major = column-major (D, L) = W_out · yg_b, per column n2 of the time
-      // grid: the R columns t = n1·N2 + n2 (ldd N2·D) from yg_b's position-layout rows at
-      // n2·R (ldb Lp), a strided batch over n2; out_proj's bias in the epilogue.
-      const std::size_t es = dtype_size(t);
       for (std::int64_t b = 0; b < B; ++b)
         for_column_groups([&](std::int64_t n2, std::int64_t count, std::int64_t rows) {
-          GemmArgs g;
-          g.ta = true; g.tb = true; g.m = D; g.n = rows; g.k = D;
-          g.A = w_out.data(); g.lda = D;
-          g.B = static_cast<const char*>(yg) + (b * D * Lp + n2 * R) * es; g.ldb = Lp;
-          g.D = static_cast<char*>(out) + (b * L + n2) * D * es; g.ldd = N2 * D;
-          g.bias = b_out.data();
-          g.batch = int(count); g.sb = R; g.sd = D;
-          gemm_cuda(t, g, ctx);
+          gemm_cuda(t, out_proj_args(b, n2, count, rows, yg, out), ctx);
         });
     }
+  }
+
+  // The projections of batch element b for `count` columns n2 … of the time grid, `rows` rows
+  // each (for_column_groups), as cuBLASLt strided batches over n2.
+  // in_proj: zT (C, Lp) per batch in the position layout = W_in · u_bᵀ: column-major (rows, C)
+  // at zT + n2·R (ldd Lp) from the rows t = n1·N2 + n2 of u_b (lda N2·D); its bias is added by
+  // the first column pass.
+  GemmArgs in_proj_args(std::int64_t b, std::int64_t n2, std::int64_t count, std::int64_t rows, const void* u,
+                        void* zT) const {
+    const std::size_t es = dtype_size(t);
+    GemmArgs g;
+    g.ta = true; g.m = rows; g.n = C; g.k = D;
+    g.A = static_cast<const char*>(u) + (b * L + n2) * D * es; g.lda = N2 * D;
+    g.B = w_in.data(); g.ldb = D;
+    g.D = static_cast<char*>(zT) + (b * C * Lp + n2 * R) * es; g.ldd = Lp;
+    g.batch = int(count); g.sa = D; g.sd = R;
+    return g;
+  }
+  // out_proj: y_b (L, D) row-major = column-major (D, L) = W_out · yg_b: the columns
+  // t = n1·N2 + n2 (ldd N2·D) from yg_b's position-layout rows at n2·R (ldb Lp); the bias in
+  // the epilogue.
+  GemmArgs out_proj_args(std::int64_t b, std::int64_t n2, std::int64_t count, std::int64_t rows, const void* yg,
+                         void* y) const {
+    const std::size_t es = dtype_size(t);
+    GemmArgs g;
+    g.ta = true; g.tb = true; g.m = D; g.n = rows; g.k = D;
+    g.A = w_out.data(); g.lda = D;
+    g.B = static_cast<const char*>(yg) + (b * D * Lp + n2 * R) * es; g.ldb = Lp;
+    g.D = static_cast<char*>(y) + (b * L + n2) * D * es; g.ldd = N2 * D;
+    g.bias = b_out.data();
+    g.batch = int(count); g.sb = R; g.sd = D;
+    return g;
+  }
+  // Times cuBLASLt's candidate algorithms for both projections' batch shapes on arena scratch
+  // (u from R1, zT into R0; yg from R1, y into R0: every region is large enough), flushing L2
+  // through Ts (R0 past zT, untouched by either) before each call, and keeps the fastest
+  // (gemm_tune_cuda). The heuristic's first choice for the short batches of small R was up to
+  // 1.6× slower than one product (ncu at 4k, D = 1024).
+  void tune_projections() {
+    CUDA_CHECK(cudaMemsetAsync(arena.data(), 0, arena.size(), ctx.stream));
+    const bool log = std::getenv("LONGMIX_LOG_GEMM_TUNE") != nullptr;
+    char* flush = R0() + zt_bytes;
+    const std::size_t flush_bytes = std::min<std::size_t>(off_r1 - zt_bytes, std::size_t(128) << 20);
+    for_column_groups([&](std::int64_t n2, std::int64_t count, std::int64_t rows) {
+      for (int which = 0; which < 2; ++which) {
+        const GemmArgs g = which == 0 ? in_proj_args(0, n2, count, rows, R1(), R0())
+                                      : out_proj_args(0, n2, count, rows, R1(), R0());
+        const GemmTuning r = gemm_tune_cuda(t, g, ctx, flush, flush_bytes);
+        if (log)
+          std::fprintf(stderr, "hyena-fused L=%lld D=%lld %s: %d batches of %lldx%lldx%lld: heuristic %.4f ms, "
+                       "candidate %d of %d %.4f ms\n", static_cast<long long>(L), static_cast<long long>(D),
+                       which == 0 ? "in_proj" : "out_proj", g.batch, static_cast<long long>(g.m),
+                       static_cast<long long>(g.n), static_cast<long long>(g.k), r.heuristic_ms, r.chosen,
+                       r.candidates, r.chosen_ms);
+      }
+    });
   }
 
   // The columns n2 of the time grid in at most two groups of equal height: fn(first n2, columns,
@@ -430,10 +496,7 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   split(m.N, &m.N1, &m.N2);
   m.R = static_cast<int>((L + m.N2 - 1) / m.N2);
   m.Lp = std::int64_t(m.N2) * m.R;
-  while ((1 << m.lg_n2) < m.N2) ++m.lg_n2;
   m.ssz = opt.fp16_spectra ? 4 : 8;
-  LONGMIX_REQUIRE(opt.filter_tile == 0 || opt.filter_tile == 1 || opt.filter_tile == 4,
-                  "hyena-fused: filter_tile must be 0, 1 or 4, not ", opt.filter_tile);
   LONGMIX_REQUIRE(m.N2 % col_width_of(m.N1) == 0, "hyena-fused: N2=", m.N2, " is not a multiple of the column width");
   Allocator& a = *ctx.alloc;
   cudaStream_t s = ctx.stream;
@@ -451,35 +514,43 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   {  // the time grid in the position layout (zero at positions of times past L)
     std::vector<float> tp(static_cast<std::size_t>(m.Lp), 0.0f);
     for (std::int64_t q = 0; q < m.Lp; ++q) {
-      const std::int64_t tt = (q % m.R) * m.N2 + q / m.R;
+      const std::int64_t tt = fused::time_at(q, m.N2, m.R);
       if (tt < L) tp[static_cast<std::size_t>(q)] = w.pos_emb_t[static_cast<std::size_t>(tt)];
     }
     m.pt = upload_as(a, tp, DType::kF32, s);
   }
   m.deltas = upload_as(a, w.modulation_deltas, DType::kF32, s);
-  m.w_last = upload_as(a, w.mlp_weight.back(), DType::kF32, s);
+  m.w_last = upload_as(a, w.mlp_weight.back(), DType::kF16, s);
   {
     const int E = w.cfg.emb_dim, nmid = w.cfg.num_inner_mlps;
-    std::vector<float> pk(static_cast<std::size_t>(kFM * E + 2 * kFM + nmid * (kFM * kFM + kFM)), 0.0f);
+    m.Fs = (F + 7) / 8 * 8;
+    // Rows and columns past F stay zero, so the padded activations are sin(0) = 0.
+    std::vector<float> p32(static_cast<std::size_t>(packed32_floats(E, nmid)), 0.0f);
+    std::vector<float> p16(static_cast<std::size_t>(nmid) * kFM * kWS, 0.0f);
     for (int fo = 0; fo < F; ++fo) {
-      for (int e = 0; e < E; ++e) pk[fo * E + e] = w.mlp_weight[0][fo * E + e];
-      pk[kFM * E + fo] = w.mlp_bias[0][fo];
-      pk[kFM * E + kFM + fo] = w.freq[fo];
+      for (int e = 0; e < E; ++e) p32[fo * E + e] = w.mlp_weight[0][fo * E + e];
+      p32[kFM * E + fo] = w.mlp_bias[0][fo];
+      p32[kFM * E + kFM + fo] = w.freq[fo];
     }
     for (int l = 0; l < nmid; ++l) {
-      float* WT = pk.data() + kFM * E + 2 * kFM + l * (kFM * kFM + kFM);
-      const auto& W = w.mlp_weight[l + 1];  // (F out, F in)
+      const auto& W = w.mlp_weight[l + 1];  // (F out, F in), as B[k][n] = W[n][k] wants it
       for (int fo = 0; fo < F; ++fo) {
-        for (int e = 0; e < F; ++e) WT[e * kFM + fo] = W[fo * F + e];
-        WT[kFM * kFM + fo] = w.mlp_bias[l + 1][fo];
+        for (int e = 0; e < F; ++e) p16[(static_cast<std::size_t>(l) * kFM + fo) * kWS + e] = W[fo * F + e];
+        p32[kFM * E + 2 * kFM + l * kFM + fo] = w.mlp_bias[l + 1][fo];
       }
     }
-    m.packed_n = static_cast<int>(pk.size());
-    m.mlp_packed = upload_as(a, pk, DType::kF32, s);
-    CUDA_CHECK(cudaFuncSetAttribute(filter_hidden_kernel<Impl::kOutLong>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    int(m.hidden_smem<Impl::kOutLong>())));
-    CUDA_CHECK(cudaFuncSetAttribute(filter_hidden_kernel<Impl::kOutShort>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    int(m.hidden_smem<Impl::kOutShort>())));
+    m.mlp32 = upload_as(a, p32, DType::kF32, s);
+    m.mlp16 = upload_as(a, p16, DType::kF16, s);
+    CUDA_CHECK(cudaFuncSetAttribute(filter_hidden_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(hidden_mma_smem(E, nmid))));
+    int dev = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    // 16 time points a warp; at least two blocks an SM where there are tiles for them (at 4k, 256
+    // tiles: one warp a block), at most 8 blocks an SM, each warp then looping over tiles.
+    const std::int64_t tiles = (m.Lp + 15) / 16;
+    m.warps_hidden = int(std::clamp<std::int64_t>(tiles / (2 * sms), 1, kMmaMaxWarps));
+    m.blocks_hidden = int(std::min<std::int64_t>((tiles + m.warps_hidden - 1) / m.warps_hidden, std::int64_t(8) * sms));
   }
   LONGMIX_SIZE_SWITCH(m.N1, fused::prepare_size, );
   LONGMIX_SIZE_SWITCH(m.N2, fused::prepare_size, );
@@ -489,8 +560,8 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   const std::int64_t Lp = m.Lp;  // every time row is Lp long (the position layout)
   const std::size_t zt = align256(static_cast<std::size_t>(B * C * Lp) * es);
   const std::size_t ts = align256(static_cast<std::size_t>(B * (D / 2) * m.N) * m.ssz);
-  const std::size_t act = align256(static_cast<std::size_t>(Lp * F) * 4);
-  const std::size_t h = align256(static_cast<std::size_t>(m.Dh * Lp) * 4);
+  const std::size_t act = align256(static_cast<std::size_t>(Lp * m.Fs) * 2);
+  const std::size_t h = align256(static_cast<std::size_t>(m.Dh * Lp) * 2);
   const std::size_t tf = align256(static_cast<std::size_t>((m.Dh / 2) * m.N) * m.ssz);
   const std::size_t yg = align256(static_cast<std::size_t>(B * D * Lp) * es);
   const std::size_t prev = w.cfg.order > 2 ? align256(static_cast<std::size_t>(B * D * Lp) * 4) : 0;
@@ -503,10 +574,13 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   if (cache_filter) {
     m.tf_cached = Buffer<char>(a, tf);
     Buffer<char> act_b(a, act), h_b(a, h);
-    m.filter_transform(m.tf_cached.data(), reinterpret_cast<float*>(act_b.data()), reinterpret_cast<float*>(h_b.data()));
+    m.filter_transform(m.tf_cached.data(), reinterpret_cast<__half*>(act_b.data()), reinterpret_cast<__half*>(h_b.data()));
     CUDA_CHECK(cudaStreamSynchronize(s));
   }
   m.arena = Buffer<char>(a, r0 + r1 + prev);
+  // LONGMIX_GEMM_TUNE=0 keeps the heuristic's first choices (an A/B switch for benchmarks).
+  const char* tune_env = std::getenv("LONGMIX_GEMM_TUNE");
+  if (opt.tune_gemm && !(tune_env && std::string(tune_env) == "0")) m.tune_projections();
 }
 
 HyenaFusedPlan::~HyenaFusedPlan() = default;

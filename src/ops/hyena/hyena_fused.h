@@ -2,14 +2,14 @@
 // the short conv, the gates, the skip term and the filter's modulation (hyena_fused_fft.cuh),
 // channel-major activations in the position layout (time t = n1·N2 + n2 at n2·R + n1, so a
 // column pass reads and writes contiguous runs; the GEMMs produce and consume it through strided
-// batches over n2), the filter MLP's hidden layers
-// in one kernel, fp16 spectra between passes (fp32 arithmetic), one workspace arena whose
+// batches over n2, each shape's algorithm timed at plan time), the filter MLP's hidden layers
+// in one tensor-core kernel, fp16 spectra between passes (fp32 arithmetic), one workspace arena whose
 // regions are reused by lifetime, and the whole forward replayed as one CUDA graph.
 //
 // Forward (B, L, D) → (B, L, D), order 2, per call:
 //   in_proj (cuBLASLt, N2 strided batches: channel-major zT (B, C, Lp), position layout) ·
-//   filter hidden layers (one kernel, rows in position order) · filter last layer (cuBLAS TF32,
-//   h (Dh, Lp)) · pass A on the filter · pass A on the signal · pass B · pass A⁻¹ (× x0) ·
+//   filter hidden layers (one kernel, mma.sync, rows in position order) · filter last layer
+//   (cuBLAS fp16, h (Dh, Lp)) · pass A on the filter · pass A on the signal · pass B · pass A⁻¹ (× x0) ·
 //   out_proj (cuBLASLt, N2 strided batches from the position layout, its bias in the epilogue).
 //
 // Versions (H200, D = 256, fp16, B = 1, 128k; bench/NOTES.md has the floors and the profiles;
@@ -38,6 +38,10 @@
 //       (v4b 0.210).
 //   v7 (rejected): for R < 128, one product in the time layout and a permute kernel instead of
 //       the batches: slower at every L ≤ 16k (0.082 ms against 0.065 at 4k, D = 256).
+//   v8: the filter's hidden layers on tensor cores (m16n8k16, activations in registers between
+//       layers, __sinf), act and h in fp16 (the last layer a fp16 GEMM), cuBLASLt's candidates
+//       for the projections timed at plan time: 1.155 ms at 128k (hidden layers 155 → 38 µs,
+//       last layer 57 → 25); 11.1 ms at 1M; D = 1024, 1M: 52.3 ms (4.05× the reference).
 #pragma once
 #include <memory>
 #include <string>
@@ -50,7 +54,7 @@ namespace longmix {
 struct HyenaFusedOptions {
   bool fp16_spectra = true;  // intermediates between FFT passes as __half2 (else float2)
   bool graph = true;         // replay the forward as one CUDA graph
-  int filter_tile = 0;       // filter hidden layers: outputs per thread (1 or 4; 0 picks by L)
+  bool tune_gemm = true;     // time cuBLASLt's candidates for the projections' shapes at plan time
 };
 
 class HyenaFusedPlan {

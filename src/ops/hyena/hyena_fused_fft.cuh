@@ -72,11 +72,12 @@ template <> __device__ __forceinline__ void store_c2<__half2>(__half2* p, int i,
 // needs n1 = 0 … for a few n2, reads and writes contiguous runs along n1 across a warp instead of
 // a few bytes from each of N1/2 rows N2 apart (v4b: 47–67% excessive L1→L2 sectors). The GEMMs
 // that produce and consume these rows do so through strided batches (hyena_fused.cu).
+// pos_at (hyena_fused_params.h) in 32 bits, with N2 = 2^lg.
 struct Pos {
   int N2, lg, R;
   __device__ __forceinline__ int operator()(int t) const { return (t & (N2 - 1)) * R + (t >> lg); }
 };
-__device__ __forceinline__ Pos pos_of(const PassParams& P) { return Pos{P.N2, P.lg_n2, P.R}; }
+__device__ __forceinline__ Pos pos_of(const PassParams& P) { return Pos{P.N2, __ffs(P.N2) - 1, P.R}; }
 
 // Per-block constants of one projection channel's short conv (SPEC §3 step 2), hoisted out of
 // the element loops: taps, conv bias, in_proj bias, and the channel's row of zT.
@@ -132,7 +133,7 @@ struct Source {
   bool bf16;
   ConvChan a, g;         // kSrcConvProduct: v-group and gate channels; kSrcPrevTimesConv: g
   const float* prev;     // kSrcPrevTimesConv: (b, c) row of prev
-  const float* h;        // kSrcFilter: the filter channel's row
+  const __half* h;       // kSrcFilter: the filter channel's row
   const float* tgrid;
   float decay, shift;    // kSrcFilter: |δ_c|, shift
 };
@@ -160,7 +161,7 @@ __device__ __forceinline__ void source_run(const Source& s, int t0, int p0, int 
 #pragma unroll
     for (int m = 0; m < CG; ++m) {
       const int p = p0 + m * ps.R;
-      x[m] = t0 + m < L ? s.h[p] * (__expf(-s.tgrid[p] * s.decay) + s.shift) : 0.0f;
+      x[m] = t0 + m < L ? __half2float(s.h[p]) * (__expf(-s.tgrid[p] * s.decay) + s.shift) : 0.0f;
     }
     return;
   }

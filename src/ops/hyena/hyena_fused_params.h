@@ -1,6 +1,7 @@
 // What the hyena-fused FFT passes read and write (see hyena_fused_fft.cuh). Plain data, filled
 // by the plan in hyena_fused.cu and passed by value to every kernel.
 #pragma once
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 namespace longmix::fused {
@@ -20,7 +21,7 @@ struct PassParams {
   int N1 = 0, N2 = 0, K = 3;             // K: short filter length
   // Time rows (zT, prev, out, h, tgrid) are stored in the position layout: time t = n1·N2 + n2 at
   // n2·R + n1, R = ⌈L / N2⌉ rows a column, Lp = N2·R ≥ L values a row (hyena_fused_fft.cuh).
-  int R = 0, lg_n2 = 0;
+  int R = 0;
   long long Lp = 0;
   long long half_D = 0;                  // channel pairs per batch element
   bool bf16 = false;                     // storage dtype of zT and the final output
@@ -29,7 +30,7 @@ struct PassParams {
   const float* sw = nullptr;             // (C, K) short_filter.weight
   const float* sb = nullptr;             // (C) short_filter.bias
   const float* prev = nullptr;           // (B, D, Lp) fp32
-  const float* h = nullptr;              // (Dh, Lp) fp32 filter before modulation
+  const __half* h = nullptr;             // (Dh, Lp) fp16 filter before modulation
   const float* tgrid = nullptr;          // (Lp) filter_fn.pos_emb.t in the position layout
   const float* deltas = nullptr;         // (Dh) filter_fn.modulation.deltas
   float shift = 0.0f;
@@ -41,6 +42,12 @@ struct PassParams {
   long long out_rows = 0;
   float inv_n = 1.0f;
 };
+
+// The position layout, both directions (N2 a power of two, R = ⌈L / N2⌉): time t = n1·N2 + n2 is
+// stored at position n2·R + n1. The column passes use Pos (hyena_fused_fft.cuh), pos_at with
+// 32-bit shifts.
+__host__ __device__ __forceinline__ long long time_at(long long q, int N2, int R) { return (q % R) * N2 + q / R; }
+__host__ __device__ __forceinline__ long long pos_at(long long t, int N2, int R) { return (t % N2) * R + t / N2; }
 
 // Launchers, one translation unit per size (hyena_fused_n<size>.cu). prepare_size sets the
 // kernels' shared-memory limits (once, outside any graph capture); col_width is W, the columns

@@ -29,6 +29,10 @@
 #            beside it (bundle.sh $AB_BENCH),
 #            alternating, at $FUSED_BENCH_L (D = 256) and $FUSED_AB_L1024 (128k, 1M) at D = 1024; ncu kernel times
 #            of one forward at 128k for each build
+#   fusedsplit  bench_hyena_fused with LONGMIX_FUSED_SPLIT=wide and =tall alternating (two rounds),
+#            D = 256 and 1024 at $FUSED_SPLIT_L; the Hyena GPU tests with the split forced tall
+#   fusedsass  ncu's full set with per-instruction source counters (SASS) of the four FFT-pass
+#            kernels at 128k (D = 256): report, details and the SASS page as text
 #   sanitizeflash  memcheck/racecheck on two flash-own shapes (every variant)
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
 #   flashncu  ncu sections (warp stalls, scheduler, pipes) of flash-own's ws-128x128-pp-e4 and of
@@ -233,6 +237,27 @@ for stage in "$@"; do
       ;;
     hyenatests)  # the Hyena GPU tests alone (both impls), 8 shards
       hyena_tests
+      ;;
+    fusedsplit)  # the FFT split forced wide (N2 = 2·N1) or tall (N1 = 2·N2), same binary, same call
+      for round in 1 2; do
+        for split in wide tall; do
+          for D in 256 1024; do
+            echo "--- split $split D $D round $round" | tee -a $OUT/fusedsplit.txt
+            LONGMIX_FUSED_SPLIT=$split timeout 120 $B/bench_hyena_fused ${FUSED_SPLIT_L:-4096,8192,16384,32768} $D fused \
+              2>&1 | tee -a $OUT/fusedsplit.txt
+          done
+        done
+      done
+      grep -E "^---|fused " $OUT/fusedsplit.txt | tee -a $LOG
+      export LONGMIX_FUSED_SPLIT=tall && hyena_tests; unset LONGMIX_FUSED_SPLIT
+      mv $OUT/gpu_test_hyena.log $OUT/gpu_test_hyena_tall.log
+      ;;
+    fusedsass)  # per-instruction counters of the FFT passes at 128k, D = 256
+      ncu_fused_passes $OUT/ncu_full.txt --set full --import-source yes --print-details all -o /tmp/passes -f
+      timeout 200 ncu -i /tmp/passes.ncu-rep --page details --print-details all > $OUT/ncu_full_details.txt 2>&1
+      timeout 200 ncu -i /tmp/passes.ncu-rep --page source --csv --print-source sass > $OUT/ncu_sass.csv 2>&1
+      echo "ncu sass rc=$? $(wc -l < $OUT/ncu_sass.csv) lines" | tee -a $LOG
+      tar -C $OUT -czf $OUT/ncu_sass.tgz ncu_sass.csv ncu_full_details.txt && rm -f $OUT/ncu_sass.csv
       ;;
     sanitizeflash)
       sanitize 'Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/0:Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/7' flash

@@ -144,6 +144,22 @@ def parse_len(s):
     return int(s[:-1]) * 1024 if s.endswith("k") else int(s[:-1]) * 1048576 if s.endswith("m") else int(s)
 
 
+def parse_lengths(spec):
+    """A comma list of lengths, each an L or a doubling range A..B (as `longmix sweep --lengths`)."""
+    out = []
+    for part in spec.split(","):
+        if ".." in part:
+            lo, hi = (parse_len(x) for x in part.split(".."))
+            if lo <= 0 or hi < lo:
+                sys.exit(f"--lengths: bad range '{part}' (want A..B with 0 < A <= B)")
+            while lo <= hi:
+                out.append(lo)
+                lo *= 2
+        else:
+            out.append(parse_len(part))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lengths", default="4k,8k,16k,32k,64k,128k")
@@ -159,7 +175,7 @@ def main():
     torch.manual_seed(0)
     dt = torch.float16 if a.dtype == "fp16" else torch.bfloat16
     dev = "cuda"
-    lengths = [parse_len(x) for x in a.lengths.split(",")]
+    lengths = parse_lengths(a.lengths)
     H, d = a.heads, a.head_dim
     D = H * d
     l_max = parse_len(a.l_max) if a.l_max else max(lengths)

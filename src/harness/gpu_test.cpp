@@ -178,6 +178,55 @@ TEST(GpuHyenaFused, Fp16AndFp32SpectraMatchTheReference) {
   be->release_cached();
 }
 
+// Both FFT splits where they differ: at L = 3000 (N = 8192: 64 × 128 or 128 × 64) against the
+// float64 reference, D = 256 and 1024; at L = 10000 (N = 32768: 128 × 256 or 256 × 128, where the
+// float64 reference takes minutes at D = 1024) against hyena-cuda, as the long-length test does.
+TEST(GpuHyenaFused, WideAndTallSplitsMatchTheReference) {
+  REQUIRE_GPU(be);
+  using Split = HyenaFusedOptions::Split;
+  for (const int H : {4, 16}) {
+    for (const std::int64_t L : {3000, 10000}) {
+      Workload w;
+      w.op = "hyena"; w.B = 1; w.L = L; w.l_max = L; w.H = H; w.dtype = "fp16"; w.seed = 5;
+      Problem p = Problem::make(w);
+      p.round_to("fp16");
+      OwnedCudaContext tc(be->allocator());
+      CudaContext& ctx = tc.ctx;
+      const std::size_t n = p.x.size();
+      const Buffer<char> x = upload_as(*ctx.alloc, p.x, DType::kF16, ctx.stream);
+      Buffer<char> y(*ctx.alloc, n * 2);
+      std::vector<float> out[2];
+      for (const Split split : {Split::kWide, Split::kTall}) {
+        HyenaFusedOptions opt;
+        opt.split = split;
+        HyenaFusedPlan plan(p.hyena, w.B, w.L, DType::kF16, false, ctx, opt);
+        fill_nan_cuda(DType::kF16, y.data(), n, ctx.stream);
+        plan.forward(x.data(), y.data());
+        out[split == Split::kTall] = download_as(y, n, DType::kF16, *ctx.alloc, ctx.stream);
+      }
+      std::vector<double> ref;
+      if (L <= 4096) {
+        ref = reference_output(p);
+      } else {
+        auto r = be->make("hyena-cuda", p);
+        r->forward();
+        be->synchronize();
+        const auto o = r->output();
+        ref.assign(o.begin(), o.end());
+      }
+      for (const int i : {0, 1}) {
+        const auto c = compare(out[i], ref);
+        const char* name = i ? "tall" : "wide";
+        std::printf("hyena-fused D=%d L=%lld split=%s vs %s: %s\n", 64 * H, static_cast<long long>(L), name,
+                    L <= 4096 ? "float64" : "hyena-cuda", c.summary().c_str());
+        EXPECT_EQ(c.nonfinite, 0u) << name;
+        EXPECT_LE(c.rel_l2, 5e-3) << name << " split, D=" << 64 * H << " L=" << L << ": " << c.summary();
+      }
+    }
+  }
+  be->release_cached();
+}
+
 // Every flash-own kernel variant, O and LSE against a float64 reference: ragged L (not a
 // multiple of any tile), causal and not, fp16 and bf16, packed (B, L, H, d) rows and the
 // layer's qkv rows (stride 3D); O poisoned with NaN first.

@@ -42,6 +42,9 @@
 //       layers, __sinf), act and h in fp16 (the last layer a fp16 GEMM), cuBLASLt's candidates
 //       for the projections timed at plan time: 1.155 ms at 128k (hidden layers 155 → 38 µs,
 //       last layer 57 → 25); 11.1 ms at 1M; D = 1024, 1M: 52.3 ms (4.05× the reference).
+//   v9: the FFT split by width: tall N1 = 2·N2 from D = 512 on where N ≤ 32768 is an odd power
+//       of two (taller projection batches): D = 1024, 4k 0.214 ms (wide 0.238), 16k 0.699 (0.730).
+//       v9a (six column blocks an SM, swizzled unpadded tile) was 15% slower and is not kept.
 #pragma once
 #include <memory>
 #include <string>
@@ -55,6 +58,12 @@ struct HyenaFusedOptions {
   bool fp16_spectra = true;  // intermediates between FFT passes as __half2 (else float2)
   bool graph = true;         // replay the forward as one CUDA graph
   bool tune_gemm = true;     // time cuBLASLt's candidates for the projections' shapes at plan time
+  // The FFT split where N is an odd power of two up to 32768 (L ≤ 16k): wide N2 = 2·N1, or tall
+  // N1 = 2·N2 (R = L/N2 doubles: the projections' strided batches twice as tall). Auto: tall from
+  // D = 512 on (measured on the H200, D = 1024: 0.214 against 0.238 ms at 4k; D = 256: 0.061
+  // against 0.060). LONGMIX_FUSED_SPLIT=wide|tall in the environment overrides it.
+  enum class Split { kAuto, kWide, kTall };
+  Split split = Split::kAuto;
 };
 
 class HyenaFusedPlan {

@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     struct Fused { const char* name; bool cached; };
     for (const Fused f : {Fused{"fused", false}, Fused{"fused-cached", true}}) {
       if (!wanted(f.name)) continue;
-      HyenaFusedPlan plan(w, 1, L, DType::kF16, f.cached, ctx);
+      HyenaFusedPlan plan(w, 1, L, DType::kF16, f.cached, ctx, hyena_fused_options_from_env());
       row(f.name, median_ms([&] { plan.forward(u.data(), y.data()); }, ctx.stream));
     }
     if (wanted("hyena-cuda")) {

@@ -33,6 +33,10 @@
 #            D = 256 and 1024 at $FUSED_SPLIT_L; the Hyena GPU tests with the split forced tall
 #   fusedsass  ncu's full set with per-instruction source counters (SASS) of the four FFT-pass
 #            kernels at 128k (D = 256): report, details and the SASS page as text
+#   rowtc    pass B's row FFTs on tensor cores against cuFFTDx's (LONGMIX_FUSED_ROW=auto|cufftdx),
+#            same binary, same call: the GpuHyenaFused tests, bench_hyena_fused at $ROWTC_L
+#            (D = 256 and 1024, two rounds), ncu kernel times at 128k, memcheck/racecheck of the
+#            tensor-core kernel alone (the sanitizers' kernel filter)
 #   sanitizeflash  memcheck/racecheck on two flash-own shapes (every variant)
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
 #   flashncu  ncu sections (warp stalls, scheduler, pipes) of flash-own's ws-128x128-pp-e4 and of
@@ -251,6 +255,42 @@ for stage in "$@"; do
       grep -E "^---|fused " $OUT/fusedsplit.txt | tee -a $LOG
       export LONGMIX_FUSED_SPLIT=tall && hyena_tests; unset LONGMIX_FUSED_SPLIT
       mv $OUT/gpu_test_hyena.log $OUT/gpu_test_hyena_tall.log
+      ;;
+    rowtc)  # pass B's row FFTs: tensor cores against cuFFTDx, same binary, same call
+      timeout 300 $B/gpu_test --gtest_filter='GpuHyenaFused.*' > $OUT/gpu_test_fused.log 2>&1
+      echo "GpuHyenaFused rc=$?" | tee -a $LOG
+      grep -E "^\[  (PASSED|FAILED) |^hyena-fused|FAILED  \]|Failure|Expected" $OUT/gpu_test_fused.log | tee -a $LOG
+      for round in 1 2; do
+        for row in cufftdx auto; do
+          for D in 256 1024; do
+            echo "--- rows $row D $D round $round" | tee -a $OUT/rowtc.txt
+            LONGMIX_FUSED_ROW=$row timeout 120 $B/bench_hyena_fused ${ROWTC_L:-65536,131072} $D fused \
+              2>&1 | tee -a $OUT/rowtc.txt
+          done
+        done
+      done
+      grep -E "^---|fused " $OUT/rowtc.txt | tee -a $LOG
+      for row in cufftdx auto; do
+        LONGMIX_FUSED_ROW=$row ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_rowtc_$row.txt
+      done
+      for tool in memcheck racecheck; do
+        # bench_hyena_fused runs hyena-fused alone (racecheck fails inside hyena-cuda's cuFFT kernels:
+        # "failed to handle a hardware exception"); L = 40000 and 100000 are ragged and full N2 = 512 rows
+        timeout 300 compute-sanitizer --tool $tool --kernel-name kns=row_tc --error-exitcode 9 $B/bench_hyena_fused \
+          40000,100000 64 fused > $OUT/sanitizer_rowtc_$tool.log 2>&1
+        echo "compute-sanitizer $tool (row_tc) rc=$? $(tail -1 $OUT/sanitizer_rowtc_$tool.log)" | tee -a $LOG
+      done
+      grep -m 20 -B2 -A12 "Error\|Warning\|hazard" $OUT/sanitizer_rowtc_racecheck.log | head -60 >> $LOG
+      tar -C $OUT -czf $OUT/rowtc_logs.tgz $(cd $OUT && ls sanitizer_rowtc_*.log ncu_rowtc_*.txt) && \
+        rm -f $OUT/sanitizer_rowtc_*.log $OUT/ncu_rowtc_*.txt
+      ;;
+    rowtcncu)  # ncu's full set with per-instruction source counters of the tensor-core pass B at 128k
+      timeout 300 ncu --graph-profiling node -k regex:row_tc --launch-count 1 --set full --import-source yes \
+        -o /tmp/rowtc -f $B/bench_hyena_fused 131072 256 fused > $OUT/ncu_rowtc_full.txt 2>&1
+      timeout 200 ncu -i /tmp/rowtc.ncu-rep --page details --print-details all > $OUT/ncu_rowtc_details.txt 2>&1
+      timeout 200 ncu -i /tmp/rowtc.ncu-rep --page source --csv --print-source sass > $OUT/ncu_rowtc_sass.csv 2>&1
+      echo "ncu row_tc rc=$? $(wc -l < $OUT/ncu_rowtc_sass.csv) lines" | tee -a $LOG
+      tar -C $OUT -czf $OUT/ncu_rowtc_sass.tgz ncu_rowtc_sass.csv ncu_rowtc_details.txt && rm -f $OUT/ncu_rowtc_sass.csv
       ;;
     fusedsass)  # per-instruction counters of the FFT passes at 128k, D = 256
       ncu_fused_passes $OUT/ncu_full.txt --set full --import-source yes --print-details all -o /tmp/passes -f

@@ -110,7 +110,8 @@ class CudaHyenaRunner final : public Runner {
       : ctx_(ctx), w_(p.w), t_(parse_dtype(p.w.dtype)), poison_(poison), ws_(ctx) {
     x_ = upload_as(*ctx.alloc, p.x, t_, ctx.stream);
     if (fused) {
-      fused_ = std::make_unique<HyenaFusedPlan>(p.hyena, w_.B, w_.L, t_, w_.filter_cached, ctx);
+      fused_ = std::make_unique<HyenaFusedPlan>(p.hyena, w_.B, w_.L, t_, w_.filter_cached, ctx,
+                                                hyena_fused_options_from_env());
       out_ = Buffer<char>(*ctx.alloc, size() * dtype_size(t_));
     } else {
       plan_ = std::make_unique<HyenaCudaPlan>(p.hyena, w_.B, w_.L, t_, w_.filter_cached, ctx);

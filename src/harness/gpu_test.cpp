@@ -144,6 +144,28 @@ TEST(GpuHyenaFused, GraphReplayGivesTheSameOutputEveryCall) {
 }
 
 #ifdef LONGMIX_HAVE_CUDA
+// One hyena-fused forward of p's input with options opt, its output NaN-poisoned first.
+std::vector<float> fused_output(const Problem& p, CudaContext& ctx, const HyenaFusedOptions& opt) {
+  const Workload& w = p.w;
+  const std::size_t n = p.x.size();
+  const Buffer<char> x = upload_as(*ctx.alloc, p.x, DType::kF16, ctx.stream);
+  Buffer<char> y(*ctx.alloc, n * 2);
+  HyenaFusedPlan plan(p.hyena, w.B, w.L, DType::kF16, false, ctx, opt);
+  fill_nan_cuda(DType::kF16, y.data(), n, ctx.stream);
+  plan.forward(x.data(), y.data());
+  return download_as(y, n, DType::kF16, *ctx.alloc, ctx.stream);
+}
+
+// hyena-cuda's output for p (cuFFT in fp32: the yardstick where the float64 reference, O(L²),
+// takes minutes).
+std::vector<double> hyena_cuda_output(Backend& be, const Problem& p) {
+  auto r = be.make("hyena-cuda", p);
+  r->forward();
+  be.synchronize();
+  const auto o = r->output();
+  return {o.begin(), o.end()};
+}
+
 // The spectra between FFT passes are fp16 by default; fp32 spectra are the precision yardstick.
 // Both against the float64 reference; the errors are printed for bench/NOTES.md.
 TEST(GpuHyenaFused, Fp16AndFp32SpectraMatchTheReference) {
@@ -155,19 +177,12 @@ TEST(GpuHyenaFused, Fp16AndFp32SpectraMatchTheReference) {
   const auto ref = reference_output(p);
   {
     OwnedCudaContext tc(be->allocator());
-    CudaContext& ctx = tc.ctx;
-    const std::size_t n = p.x.size();
-    const Buffer<char> x = upload_as(*ctx.alloc, p.x, DType::kF16, ctx.stream);
-    Buffer<char> y(*ctx.alloc, n * 2);
     for (bool half : {true, false}) {
       for (const bool graph : {true, false}) {
         HyenaFusedOptions opt;
         opt.fp16_spectra = half;
         opt.graph = graph;
-        HyenaFusedPlan plan(p.hyena, w.B, w.L, DType::kF16, false, ctx, opt);
-        fill_nan_cuda(DType::kF16, y.data(), n, ctx.stream);
-        plan.forward(x.data(), y.data());
-        const auto c = compare(download_as(y, n, DType::kF16, *ctx.alloc, ctx.stream), ref);
+        const auto c = compare(fused_output(p, tc.ctx, opt), ref);
         std::printf("hyena-fused L=%lld spectra=%s graph=%d: %s\n", static_cast<long long>(w.L),
                     half ? "fp16" : "fp32", int(graph), c.summary().c_str());
         EXPECT_EQ(c.nonfinite, 0u);
@@ -191,38 +206,62 @@ TEST(GpuHyenaFused, WideAndTallSplitsMatchTheReference) {
       Problem p = Problem::make(w);
       p.round_to("fp16");
       OwnedCudaContext tc(be->allocator());
-      CudaContext& ctx = tc.ctx;
-      const std::size_t n = p.x.size();
-      const Buffer<char> x = upload_as(*ctx.alloc, p.x, DType::kF16, ctx.stream);
-      Buffer<char> y(*ctx.alloc, n * 2);
       std::vector<float> out[2];
       for (const Split split : {Split::kWide, Split::kTall}) {
         HyenaFusedOptions opt;
         opt.split = split;
-        HyenaFusedPlan plan(p.hyena, w.B, w.L, DType::kF16, false, ctx, opt);
-        fill_nan_cuda(DType::kF16, y.data(), n, ctx.stream);
-        plan.forward(x.data(), y.data());
-        out[split == Split::kTall] = download_as(y, n, DType::kF16, *ctx.alloc, ctx.stream);
+        out[split == Split::kTall] = fused_output(p, tc.ctx, opt);
       }
-      std::vector<double> ref;
-      if (L <= 4096) {
-        ref = reference_output(p);
-      } else {
-        auto r = be->make("hyena-cuda", p);
-        r->forward();
-        be->synchronize();
-        const auto o = r->output();
-        ref.assign(o.begin(), o.end());
-      }
+      const bool exact = L <= 4096;
+      const std::vector<double> ref = exact ? reference_output(p) : hyena_cuda_output(*be, p);
       for (const int i : {0, 1}) {
         const auto c = compare(out[i], ref);
         const char* name = i ? "tall" : "wide";
         std::printf("hyena-fused D=%d L=%lld split=%s vs %s: %s\n", 64 * H, static_cast<long long>(L), name,
-                    L <= 4096 ? "float64" : "hyena-cuda", c.summary().c_str());
+                    exact ? "float64" : "hyena-cuda", c.summary().c_str());
         EXPECT_EQ(c.nonfinite, 0u) << name;
         EXPECT_LE(c.rel_l2, 5e-3) << name << " split, D=" << 64 * H << " L=" << L << ": " << c.summary();
       }
     }
+  }
+  be->release_cached();
+}
+
+// pass B's row FFTs on tensor cores (N2 = 512: L = 40000 gives N = 2^17 = 256 × 512, ragged;
+// L = 100000 gives 512 × 512) against cuFFTDx's, fp16 and fp32 spectra, D = 256, every output
+// against hyena-cuda (fp32 cuFFT). Asking for them where N2 is not 512 is an error.
+TEST(GpuHyenaFused, TensorCoreRowFftsMatchTheReference) {
+  REQUIRE_GPU(be);
+  using RowFft = HyenaFusedOptions::RowFft;
+  for (const std::int64_t L : {40000, 100000}) {
+    Workload w;
+    w.op = "hyena"; w.B = 1; w.L = L; w.l_max = L; w.H = 4; w.dtype = "fp16"; w.seed = 13;
+    Problem p = Problem::make(w);
+    p.round_to("fp16");
+    const std::vector<double> ref = hyena_cuda_output(*be, p);
+    OwnedCudaContext tc(be->allocator());
+    for (const bool half : {true, false}) {
+      for (const RowFft row : {RowFft::kCufftdx, RowFft::kTensor}) {
+        HyenaFusedOptions opt;
+        opt.fp16_spectra = half;
+        opt.row_fft = row;
+        const auto c = compare(fused_output(p, tc.ctx, opt), ref);
+        const char* name = row == RowFft::kTensor ? "tensor" : "cufftdx";
+        std::printf("hyena-fused L=%lld spectra=%s rows=%s vs hyena-cuda: %s\n", static_cast<long long>(L),
+                    half ? "fp16" : "fp32", name, c.summary().c_str());
+        EXPECT_EQ(c.nonfinite, 0u) << name;
+        EXPECT_LE(c.rel_l2, 5e-3) << name << " rows, L=" << L << ": " << c.summary();
+      }
+    }
+  }
+  {
+    Workload w;
+    w.op = "hyena"; w.B = 1; w.L = 3000; w.l_max = 3000; w.dtype = "fp16"; w.seed = 13;
+    const Problem p = Problem::make(w);
+    OwnedCudaContext tc(be->allocator());
+    HyenaFusedOptions opt;
+    opt.row_fft = RowFft::kTensor;
+    EXPECT_THROW(fused_output(p, tc.ctx, opt), InvalidArgument);
   }
   be->release_cached();
 }

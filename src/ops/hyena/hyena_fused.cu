@@ -15,6 +15,7 @@
 #include "common/cuda_check.h"
 #include "ops/hyena/hyena_fused.h"
 #include "ops/hyena/hyena_fused_params.h"
+#include "ops/hyena/mma_sm80.cuh"
 
 namespace longmix {
 
@@ -23,6 +24,8 @@ cudaDataType_t cuda_dtype(DType t);  // cuda_util.cu
 namespace {
 
 using fused::PassParams;
+using fused::mma_16816;
+using fused::pack_half2;
 
 constexpr int kFM = 64;       // widest filter MLP supported (F ≤ 64)
 constexpr int kMaxE = 8;      // widest positional embedding supported
@@ -48,16 +51,6 @@ constexpr int kWS = kFM + 8;  // halves a weight row in shared memory: conflict-
 constexpr int packed32_floats(int E, int nmid) { return kFM * E + 2 * kFM + nmid * kFM; }
 constexpr std::size_t hidden_mma_smem(int E, int nmid) {
   return (std::size_t(packed32_floats(E, nmid)) * 4 + 15) / 16 * 16 + std::size_t(nmid) * kFM * kWS * 2;
-}
-__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
-  const __half2 h = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const unsigned*>(&h);
 }
 __global__ void __launch_bounds__(32 * kMmaMaxWarps) filter_hidden_kernel(
     const float* __restrict__ pz, int E, std::int64_t L, std::int64_t Lp, int N2, int R,
@@ -203,12 +196,6 @@ std::int64_t fft_size_for(std::int64_t L) {
 // ~390 TFLOP/s against ~550 at m = 64, D = 1024). HyenaFusedOptions::Split says which.
 void split(std::int64_t N, std::int64_t D, HyenaFusedOptions::Split choice, int* n1, int* n2) {
   using Split = HyenaFusedOptions::Split;
-  if (const char* env = std::getenv("LONGMIX_FUSED_SPLIT")) {
-    const std::string force = env;
-    LONGMIX_REQUIRE(force == "tall" || force == "wide",
-                    "hyena-fused: LONGMIX_FUSED_SPLIT must be tall or wide, not '", force, "'");
-    choice = force == "tall" ? Split::kTall : Split::kWide;
-  }
   const bool tall = choice == Split::kTall || (choice == Split::kAuto && D >= 512);
   int lg = 0;
   while ((1ll << lg) < N) ++lg;
@@ -270,6 +257,7 @@ struct HyenaFusedPlan::Impl {
   std::int64_t Lp = 0;
   DType t = DType::kF16;
   bool cached = false;
+  bool row_tc = false;  // pass B on tensor cores (N2 = 512)
   HyenaFusedOptions opt;
   CudaContext ctx;
   std::size_t ssz = 4;  // bytes of one stored complex value
@@ -326,7 +314,8 @@ struct HyenaFusedPlan::Impl {
     LONGMIX_SIZE_SWITCH(N1, fused::launch_col, fwd, opt.fp16_spectra, P, pairs, ctx.stream);
   }
   void row(const PassParams& P, std::int64_t pairs) {
-    LONGMIX_SIZE_SWITCH(N2, fused::launch_row, opt.fp16_spectra, P, pairs, ctx.stream);
+    if (row_tc) fused::launch_row_tc(opt.fp16_spectra, P, pairs, ctx.stream);
+    else LONGMIX_SIZE_SWITCH(N2, fused::launch_row, opt.fp16_spectra, P, pairs, ctx.stream);
   }
 
   // The filter's pass-A transform (Dh/2 pairs) into tf, from the weights alone.
@@ -567,6 +556,11 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   }
   LONGMIX_SIZE_SWITCH(m.N1, fused::prepare_size, );
   LONGMIX_SIZE_SWITCH(m.N2, fused::prepare_size, );
+  using RowFft = HyenaFusedOptions::RowFft;
+  LONGMIX_REQUIRE(opt.row_fft != RowFft::kTensor || m.N2 == 512,
+                  "hyena-fused: tensor-core row FFTs need N2 = 512 (32k < L <= 128k), not N2=", m.N2, " at L=", L);
+  m.row_tc = m.N2 == 512 && opt.row_fft != RowFft::kCufftdx;
+  if (m.row_tc) fused::prepare_row_tc();
 
   // The arena.
   const std::size_t es = dtype_size(t);
@@ -591,12 +585,29 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
     CUDA_CHECK(cudaStreamSynchronize(s));
   }
   m.arena = Buffer<char>(a, r0 + r1 + prev);
-  // LONGMIX_GEMM_TUNE=0 keeps the heuristic's first choices (an A/B switch for benchmarks).
-  const char* tune_env = std::getenv("LONGMIX_GEMM_TUNE");
-  if (opt.tune_gemm && !(tune_env && std::string(tune_env) == "0")) m.tune_projections();
+  if (opt.tune_gemm) m.tune_projections();
 }
 
 HyenaFusedPlan::~HyenaFusedPlan() = default;
+
+HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt) {
+  if (const char* env = std::getenv("LONGMIX_FUSED_SPLIT")) {
+    const std::string v = env;
+    LONGMIX_REQUIRE(v == "tall" || v == "wide", "hyena-fused: LONGMIX_FUSED_SPLIT must be tall or wide, not '", v, "'");
+    opt.split = v == "tall" ? HyenaFusedOptions::Split::kTall : HyenaFusedOptions::Split::kWide;
+  }
+  if (const char* env = std::getenv("LONGMIX_FUSED_ROW")) {
+    const std::string v = env;
+    LONGMIX_REQUIRE(v == "cufftdx" || v == "auto", "hyena-fused: LONGMIX_FUSED_ROW must be cufftdx or auto, not '", v, "'");
+    opt.row_fft = v == "auto" ? HyenaFusedOptions::RowFft::kAuto : HyenaFusedOptions::RowFft::kCufftdx;
+  }
+  if (const char* env = std::getenv("LONGMIX_GEMM_TUNE")) {
+    const std::string v = env;
+    LONGMIX_REQUIRE(v == "0" || v == "1", "hyena-fused: LONGMIX_GEMM_TUNE must be 0 or 1, not '", v, "'");
+    opt.tune_gemm = v == "1";
+  }
+  return opt;
+}
 
 void HyenaFusedPlan::forward(const void* u, void* y) { impl_->run(u, y, false); }
 void HyenaFusedPlan::core(const void* z, void* yg) { impl_->run(z, yg, true); }

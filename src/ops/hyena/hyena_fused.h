@@ -45,6 +45,8 @@
 //   v9: the FFT split by width: tall N1 = 2·N2 from D = 512 on where N ≤ 32768 is an odd power
 //       of two (taller projection batches): D = 1024, 4k 0.214 ms (wide 0.238), 16k 0.699 (0.730).
 //       v9a (six column blocks an SM, swizzled unpadded tile) was 15% slower and is not kept.
+//   v10: pass B on tensor cores at N2 = 512 (FlashFFTConv's 16 × 32 Monarch form on mma.sync,
+//       fp16 operands; hyena_fused_row_tc.cu).
 #pragma once
 #include <memory>
 #include <string>
@@ -61,10 +63,19 @@ struct HyenaFusedOptions {
   // The FFT split where N is an odd power of two up to 32768 (L ≤ 16k): wide N2 = 2·N1, or tall
   // N1 = 2·N2 (R = L/N2 doubles: the projections' strided batches twice as tall). Auto: tall from
   // D = 512 on (measured on the H200, D = 1024: 0.214 against 0.238 ms at 4k; D = 256: 0.061
-  // against 0.060). LONGMIX_FUSED_SPLIT=wide|tall in the environment overrides it.
+  // against 0.060).
   enum class Split { kAuto, kWide, kTall };
   Split split = Split::kAuto;
+  // pass B's row FFTs: cuFFTDx block FFTs, or (N2 = 512 only, 32k < L ≤ 128k) 16 × 32 DFTs on
+  // tensor cores with fp16 operands (hyena_fused_row_tc.cu). Auto: tensor cores where they apply.
+  enum class RowFft { kAuto, kCufftdx, kTensor };
+  RowFft row_fft = RowFft::kAuto;
 };
+
+// opt with the environment's A/B switches for benchmarks applied, read once where a plan's
+// options are built: LONGMIX_FUSED_SPLIT=wide|tall, LONGMIX_FUSED_ROW=cufftdx|auto,
+// LONGMIX_GEMM_TUNE=0 (the heuristic's first choices). A value it does not know is an error.
+HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt = {});
 
 class HyenaFusedPlan {
  public:

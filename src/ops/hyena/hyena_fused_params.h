@@ -61,4 +61,8 @@ void launch_col(bool fwd, bool half, const PassParams& P, long long pairs, cudaS
 template <int N2>
 void launch_row(bool half, const PassParams& P, long long pairs, cudaStream_t s);
 
+// pass B on tensor cores for N2 = 512 (hyena_fused_row_tc.cu): prepare once at plan time.
+void prepare_row_tc();
+void launch_row_tc(bool half, const PassParams& P, long long pairs, cudaStream_t s);
+
 }  // namespace longmix::fused

@@ -1,0 +1,393 @@
+// hyena-fused pass B on tensor cores, N2 = 512 (the rows of N = 2^17 and 2^18: 32k < L ≤ 128k).
+//
+// The same pass as row_kernel (hyena_fused_fft.cuh): per row pair (k1, N1 − k1) of a channel
+// pair, the 512-point FFTs of the filter and signal rows, Y = H_a·A + i·H_b·B with the skip term
+// and 1/N, the inverse FFTs, written back in place. Each 512-point DFT runs as FlashFFTConv's
+// Monarch form, 512 = 16 × 32, on mma.sync m16n8k16 (fp16 operands, fp32 accumulation):
+//
+//   n = 32a + b, k = k1 + 16·k2:  X[k] = Σ_b W32^{b·k2} · W512^{b·k1} · Σ_a W16^{a·k1} x[32a + b]
+//
+//   step 1  C[k1][b] = F16[k1][a] · x[a][b]   F16 the A operand (registers), x the B operand
+//           loaded from global memory straight into fragments (a warp's loads are 32-byte runs)
+//   twiddle C[k1][b] · W512^{b·k1} in fp32 on the accumulator fragments (registers)
+//   step 2  X[k1][k2] = C[k1][b] · F32[b][k2]  the accumulator fragments of step 1, packed to
+//           fp16 pairs, are exactly the A fragments of step 2 (as P in FlashAttention-2's P·V)
+//
+// The inverse runs the two steps the other way round (k2 first, with conjugate matrices); its
+// second step needs the twiddled C as a B operand, which one movmatrix.trans per 8 × 8 block
+// gives. A complex product is four real ones (the sign of an imaginary part flips as a fp16
+// sign bit). No shared memory is touched by the transforms: only the spectra, for the mirrored
+// partners Z[N − k], H[N − k] of the spectral product, go through it.
+//
+// Precision: fp16 operands round the step-1 output (and the twiddled inverse input) to 11 bits,
+// and the DFT matrices too; the GPU tests bound the layer's error against float64.
+//
+// One warp computes one row pair (four forward transforms into shared memory, then per row the
+// product and the inverse), warps loop over row pairs (a persistent grid: the DFT matrices and
+// twiddles, 76 registers a thread, are built once per warp).
+#include <cuda_fp16.h>
+#include <cuda_pipeline.h>
+
+#include <type_traits>
+
+#include "common/cuda_check.h"
+#include "ops/hyena/hyena_fused_params.h"
+#include "ops/hyena/mma_sm80.cuh"
+
+namespace longmix::fused {
+namespace {
+
+constexpr int kN2 = 512;
+constexpr int kWarps = 4;  // warps a block
+// The spectra of one row in shared memory, index k at (k & 15) + 18·(k >> 4): a half-warp's
+// stores of one fragment element (k1 = g + 8h, k2 = 8j + 2q + e) and the loads of its mirrors
+// (15 − k1, 31 − k2) fall in 16 different 8-byte slots.
+constexpr int kRowSlots = 15 + 18 * 31 + 1;  // 574
+__device__ __forceinline__ int slot(int k) { return (k & 15) + 18 * (k >> 4); }
+
+// The constants of one lane (g = lane / 4, q = lane % 4).
+struct Dft {
+  unsigned fr[4], fi[4];         // A fragments of W16^{m·k}: real, imaginary (forward sign)
+  unsigned br[2][4][2], bi[2][4][2];  // B fragments of W32^{k·n}, k-step s, n-tile j
+  float2 tw[4][4];               // W512^{b·k1} at the accumulator slots (n-tile j, element c)
+};
+
+__device__ __forceinline__ float2 w_of(int m, int n) {  // exp(−2πi·m/n), m reduced mod n
+  float s, c;
+  sincospif(-2.0f * float(m & (n - 1)) / float(n), &s, &c);
+  return make_float2(c, s);
+}
+__device__ __forceinline__ void pack_w(int n, int m0, int m1, unsigned* re, unsigned* im) {
+  const float2 a = w_of(m0, n), b = w_of(m1, n);
+  *re = pack_half2(a.x, b.x);
+  *im = pack_half2(a.y, b.y);
+}
+
+__device__ __forceinline__ Dft make_dft(int lane) {
+  Dft d;
+  const int g = lane >> 2, q = lane & 3;
+  // A[m][k] = W16^{m·k}: reg 0 (g, 2q..), 1 (g+8, 2q..), 2 (g, 2q+8..), 3 (g+8, 2q+8..).
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int m = g + 8 * (r & 1), k = 2 * q + 8 * (r >> 1);
+    pack_w(16, m * k, m * (k + 1), &d.fr[r], &d.fi[r]);
+  }
+  // B[k][n] = W32^{k·n}: k-step s, n-tile j; b0 at k = 16s + 2q.., b1 at k + 8, n = 8j + g.
+#pragma unroll
+  for (int s = 0; s < 2; ++s)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int k = 16 * s + 2 * q + 8 * r, n = 8 * j + g;
+        pack_w(32, k * n, (k + 1) * n, &d.br[s][j][r], &d.bi[s][j][r]);
+      }
+  // Accumulator slot (j, c): row k1 = g + 8·(c >> 1), column b = 8j + 2q + (c & 1).
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) d.tw[j][c] = w_of((g + 8 * (c >> 1)) * (8 * j + 2 * q + (c & 1)), kN2);
+  return d;
+}
+
+// Step over a (forward) or k1 (inverse): C[m][n] = Σ_k F16[m][k]·X[k][n] with X as B fragments
+// (n-tile j: xr/xi[j][0] rows 2q.., [j][1] rows 2q+8..); conj F16 for the inverse.
+template <bool Inv>
+__device__ __forceinline__ void dft16(const Dft& d, const unsigned (&xr)[4][2], const unsigned (&xi)[4][2],
+                                      float (&cr)[4][4], float (&ci)[4][4]) {
+  unsigned fi[4], fn[4];  // the imaginary part with the transform's sign, and its negation
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    fi[r] = Inv ? neg_half2(d.fi[r]) : d.fi[r];
+    fn[r] = neg_half2(fi[r]);
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) cr[j][c] = ci[j][c] = 0.0f;
+    mma_16816(cr[j], d.fr, xr[j][0], xr[j][1]);  // Re = Fr·Xr − Fi·Xi
+    mma_16816(cr[j], fn, xi[j][0], xi[j][1]);
+    mma_16816(ci[j], d.fr, xi[j][0], xi[j][1]);  // Im = Fr·Xi + Fi·Xr
+    mma_16816(ci[j], fi, xr[j][0], xr[j][1]);
+  }
+}
+
+// Step over b (forward) or k2 (inverse): C[m][n] = Σ_k A[m][k]·F32[k][n], A given as the
+// accumulator slots of a 16 × 32 product (n-tile j, element c), packed here into the A
+// fragments of the two k-steps; conj F32 for the inverse.
+template <bool Inv>
+__device__ __forceinline__ void dft32(const Dft& d, const float (&yr)[4][4], const float (&yi)[4][4],
+                                      float (&cr)[4][4], float (&ci)[4][4]) {
+  unsigned ar[2][4], ai[2][4], an[2][4];
+#pragma unroll
+  for (int s = 0; s < 2; ++s)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int j = 2 * s + (r >> 1), c = 2 * (r & 1);
+      ar[s][r] = pack_half2(yr[j][c], yr[j][c + 1]);
+      ai[s][r] = pack_half2(yi[j][c], yi[j][c + 1]);
+    }
+  // Forward: Re = Ar·Br − Ai·Bi, Im = Ar·Bi + Ai·Br. Inverse (B conjugated): Re = Ar·Br + Ai·Bi,
+  // Im = Ai·Br − Ar·Bi.
+#pragma unroll
+  for (int s = 0; s < 2; ++s)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) an[s][r] = neg_half2(Inv ? ar[s][r] : ai[s][r]);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) cr[j][c] = ci[j][c] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      mma_16816(cr[j], ar[s], d.br[s][j][0], d.br[s][j][1]);
+      mma_16816(cr[j], Inv ? ai[s] : an[s], d.bi[s][j][0], d.bi[s][j][1]);
+      mma_16816(ci[j], ai[s], d.br[s][j][0], d.br[s][j][1]);
+      mma_16816(ci[j], Inv ? an[s] : ar[s], d.bi[s][j][0], d.bi[s][j][1]);
+    }
+  }
+}
+
+template <bool Inv>
+__device__ __forceinline__ void twiddle_slots(const Dft& d, float (&cr)[4][4], float (&ci)[4][4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const float2 w = d.tw[j][c];
+      const float wi = Inv ? -w.y : w.y;
+      const float r = cr[j][c] * w.x - ci[j][c] * wi;
+      ci[j][c] = cr[j][c] * wi + ci[j][c] * w.x;
+      cr[j][c] = r;
+    }
+}
+
+__device__ __forceinline__ unsigned ld_h2(const __half2* p, int i) {
+  const __half2 v = p[i];
+  return *reinterpret_cast<const unsigned*>(&v);
+}
+__device__ __forceinline__ unsigned ld_h2(const float2* p, int i) {
+  const float2 v = p[i];
+  return pack_half2(v.x, v.y);
+}
+
+// The x B fragments of one row: n-tile j, element n = 32a + b at a = 2q + {0, 1} (+8 for the
+// second register), b = 8j + g; the (re, im) pairs regrouped into real and imaginary pairs.
+template <typename S>
+__device__ __forceinline__ void load_row(const S* row, int lane, unsigned (&xr)[4][2], unsigned (&xi)[4][2]) {
+  const int g = lane >> 2, q = lane & 3;
+  unsigned v[4][2][2];
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) v[j][r][e] = ld_h2(row, 32 * (2 * q + e + 8 * r) + 8 * j + g);
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      xr[j][r] = __byte_perm(v[j][r][0], v[j][r][1], 0x5410);  // low halves: real parts
+      xi[j][r] = __byte_perm(v[j][r][0], v[j][r][1], 0x7632);  // high halves: imaginary parts
+    }
+}
+
+// The forward 512-point DFT of one row, given as its B fragments, into shared memory (slot
+// order).
+__device__ __forceinline__ void fwd_to_smem(const Dft& d, const unsigned (&xr)[4][2], const unsigned (&xi)[4][2],
+                                            int lane, float2* out) {
+  float cr[4][4], ci[4][4], Xr[4][4], Xi[4][4];
+  dft16<false>(d, xr, xi, cr, ci);
+  twiddle_slots<false>(d, cr, ci);
+  dft32<false>(d, cr, ci, Xr, Xi);
+  const int g = lane >> 2, q = lane & 3;
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int k = g + 8 * (c >> 1) + 16 * (8 * j + 2 * q + (c & 1));
+      out[slot(k)] = make_float2(Xr[j][c], Xi[j][c]);
+    }
+}
+
+// The four rows item it reads, in the order its transforms take them (rho): the filter's and the
+// signal's first row, then their second row ((k1, N1 − k1), or (0, N1/2) for k1 = 0).
+template <typename S>
+__device__ __forceinline__ const S* item_row(const PassParams& P, long long it, int rho) {
+  const long long N1 = P.N1, half_rows = N1 / 2;
+  const long long r = it % half_rows, p = it / half_rows;
+  const long long row = rho < 2 ? r : (r == 0 ? N1 / 2 : N1 - r);
+  if (rho & 1) return static_cast<const S*>(P.T) + (p * N1 + row) * kN2;
+  return static_cast<const S*>(P.Tf) + ((P.o * P.half_D + p % P.half_D) * N1 + row) * kN2;
+}
+
+// fp16 rows are staged in shared memory by cp.async, one item ahead: the copy of the next item's
+// row rho is issued as soon as this item's row rho is in registers, so the global-load latency
+// runs under the rest of the item (v10a loaded each row into registers just before its
+// transform: 293 µs at 128k for 381 MB, 1.3 TB/s). A staged row: 16 runs of 32 half2 (a = n / 32)
+// with 4 words of padding after each, so the fragment loads (a = 2q + …, b = 8j + g) hit 32
+// different banks.
+constexpr int kRunWords = 36;
+constexpr int kStageWords = 16 * kRunWords;
+__device__ __forceinline__ void stage_row(const __half2* src, unsigned* dst, int lane) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int c = lane + 32 * i;  // 16-byte chunk c of the row: run c / 8
+    __pipeline_memcpy_async(dst + (c >> 3) * kRunWords + (c & 7) * 4, reinterpret_cast<const uint4*>(src) + c, 16);
+  }
+}
+__device__ __forceinline__ void stage_frags(const unsigned* st, int lane, unsigned (&xr)[4][2], unsigned (&xi)[4][2]) {
+  const int g = lane >> 2, q = lane & 3;
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const unsigned v0 = st[(2 * q + 8 * r) * kRunWords + 8 * j + g];
+      const unsigned v1 = st[(2 * q + 1 + 8 * r) * kRunWords + 8 * j + g];
+      xr[j][r] = __byte_perm(v0, v1, 0x5410);
+      xi[j][r] = __byte_perm(v0, v1, 0x7632);
+    }
+}
+
+template <typename S>
+__device__ __forceinline__ void st_pair(S* p, int i, float ar, float ai, float br, float bi);
+template <>
+__device__ __forceinline__ void st_pair<__half2>(__half2* p, int i, float ar, float ai, float br, float bi) {
+  *reinterpret_cast<uint2*>(p + i) = make_uint2(pack_half2(ar, ai), pack_half2(br, bi));
+}
+template <>
+__device__ __forceinline__ void st_pair<float2>(float2* p, int i, float ar, float ai, float br, float bi) {
+  *reinterpret_cast<float4*>(p + i) = make_float4(ar, ai, br, bi);
+}
+
+// Grid-stride over (row pair r, signal pair p) items, one a warp. T: (pairs, N1, 512) in place,
+// Tf: (Dh/2, N1, 512).
+template <typename S>
+__global__ void __launch_bounds__(32 * kWarps) row_tc_kernel(PassParams P, long long items) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr bool kStaged = std::is_same_v<S, __half2>;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float2* Hs = reinterpret_cast<float2*>(smem) + warp * 4 * kRowSlots;  // [2][kRowSlots]
+  float2* Zs = Hs + 2 * kRowSlots;                                     // [2][kRowSlots]
+  unsigned* stage = reinterpret_cast<unsigned*>(smem + kWarps * 4 * kRowSlots * 8) + warp * 4 * kStageWords;
+  const Dft d = make_dft(lane);
+  const long long N1 = P.N1, half_rows = N1 / 2, stride = (long long)gridDim.x * kWarps;
+  const int g = lane >> 2, q = lane & 3;
+  long long it = blockIdx.x * kWarps + warp;
+  if constexpr (kStaged) {
+    // One cp.async group a row: before row rho of an item is read, exactly three newer groups
+    // (this item's later rows, the next item's earlier ones; empty past the last item) exist.
+    if (it < items)
+      for (int rho = 0; rho < 4; ++rho) {
+        stage_row(item_row<S>(P, it, rho), stage + rho * kStageWords, lane);
+        __pipeline_commit();
+      }
+  }
+  for (; it < items; it += stride) {
+    const long long r = it % half_rows, p = it / half_rows;
+    const long long cp = p % P.half_D;
+    const long long row1 = r == 0 ? N1 / 2 : N1 - r;  // the pair's second row
+    S* T = static_cast<S*>(P.T) + p * N1 * kN2;
+#pragma unroll 1
+    for (int rho = 0; rho < 4; ++rho) {
+      unsigned xr[4][2], xi[4][2];
+      if constexpr (kStaged) {
+        __pipeline_wait_prior(3);
+        __syncwarp();
+        stage_frags(stage + rho * kStageWords, lane, xr, xi);
+        __syncwarp();
+        if (it + stride < items) stage_row(item_row<S>(P, it + stride, rho), stage + rho * kStageWords, lane);
+        __pipeline_commit();
+      } else {
+        load_row(item_row<S>(P, it, rho), lane, xr, xi);
+      }
+      fwd_to_smem(d, xr, xi, lane, (rho & 1 ? Zs : Hs) + (rho >> 1) * kRowSlots);
+    }
+    __syncwarp();
+    const long long fc = P.o * P.D + 2 * cp;
+    const float skip_a = P.skip[fc], skip_b = P.skip[fc + 1];
+#pragma unroll 1
+    for (int s = 0; s < 2; ++s) {
+      float yr[4][4], yi[4][4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int k2 = g + 8 * (c >> 1) + 16 * (8 * j + 2 * q + (c & 1));
+          int ps, pk;  // the row and column of N − k (hyena_fused_fft.cuh, row_kernel)
+          if (r == 0) {
+            ps = s;
+            pk = s == 0 ? (kN2 - k2) & (kN2 - 1) : kN2 - 1 - k2;
+          } else {
+            ps = 1 - s;
+            pk = kN2 - 1 - k2;
+          }
+          const float2 z = Zs[s * kRowSlots + slot(k2)], zp = Zs[ps * kRowSlots + slot(pk)];
+          const float2 h = Hs[s * kRowSlots + slot(k2)], hp = Hs[ps * kRowSlots + slot(pk)];
+          const float2 A = make_float2(0.5f * (z.x + zp.x), 0.5f * (z.y - zp.y));
+          const float2 Bv = make_float2(0.5f * (z.y + zp.y), -0.5f * (z.x - zp.x));
+          const float2 Ha = make_float2(0.5f * (h.x + hp.x) + skip_a, 0.5f * (h.y - hp.y));
+          const float2 Hb = make_float2(0.5f * (h.y + hp.y) + skip_b, -0.5f * (h.x - hp.x));
+          const float yax = Ha.x * A.x - Ha.y * A.y, yay = Ha.x * A.y + Ha.y * A.x;
+          const float ybx = Hb.x * Bv.x - Hb.y * Bv.y, yby = Hb.x * Bv.y + Hb.y * Bv.x;
+          yr[j][c] = (yax - yby) * P.inv_n;
+          yi[j][c] = (yay + ybx) * P.inv_n;
+        }
+      // Inverse: over k2 (Y's slots are the A operand as they stand), twiddle, over k1 (the
+      // twiddled slots transposed into B fragments).
+      float ur[4][4], ui[4][4];
+      dft32<true>(d, yr, yi, ur, ui);
+      twiddle_slots<true>(d, ur, ui);
+      unsigned br[4][2], bi[4][2];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          br[j][h] = movmatrix_trans(pack_half2(ur[j][2 * h], ur[j][2 * h + 1]));
+          bi[j][h] = movmatrix_trans(pack_half2(ui[j][2 * h], ui[j][2 * h + 1]));
+        }
+      float xr[4][4], xi[4][4];
+      dft16<true>(d, br, bi, xr, xi);
+      // x[32a + b] at a = g + 8h, b = 8j + 2q + {0, 1}: two neighbouring elements a store.
+      S* out = T + (s == 0 ? r : row1) * kN2;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          st_pair(out, 32 * (g + 8 * h) + 8 * j + 2 * q, xr[j][2 * h], xi[j][2 * h], xr[j][2 * h + 1],
+                  xi[j][2 * h + 1]);
+    }
+    __syncwarp();  // the next item's spectra overwrite this one's
+  }
+}
+
+constexpr int kSmem = kWarps * 4 * (kRowSlots * 8 + kStageWords * 4);  // spectra + staged rows
+
+}  // namespace
+
+// The persistent grid's size (blocks an SM at this kernel's registers and shared memory), set
+// once at plan time, outside any graph capture.
+namespace {
+int g_row_tc_blocks = 0;
+}
+
+void prepare_row_tc() {
+  const auto a = cudaFuncAttributeMaxDynamicSharedMemorySize;
+  CUDA_CHECK(cudaFuncSetAttribute(row_tc_kernel<__half2>, a, kSmem));
+  CUDA_CHECK(cudaFuncSetAttribute(row_tc_kernel<float2>, a, kSmem));
+  int dev = 0, sms = 0, per_sm = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, row_tc_kernel<float2>, 32 * kWarps, kSmem));
+  g_row_tc_blocks = sms * (per_sm < 1 ? 1 : per_sm);
+}
+
+void launch_row_tc(bool half, const PassParams& P, long long pairs, cudaStream_t s) {
+  const long long items = pairs * (P.N1 / 2);
+  const long long want = (items + kWarps - 1) / kWarps;
+  const unsigned grid = unsigned(want < g_row_tc_blocks ? want : g_row_tc_blocks);
+  if (half) row_tc_kernel<__half2><<<grid, 32 * kWarps, kSmem, s>>>(P, items);
+  else row_tc_kernel<float2><<<grid, 32 * kWarps, kSmem, s>>>(P, items);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace longmix::fused

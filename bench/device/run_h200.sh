@@ -33,7 +33,7 @@
 #            D = 256 and 1024 at $FUSED_SPLIT_L; the Hyena GPU tests with the split forced tall
 #   fusedsass  ncu's full set with per-instruction source counters (SASS) of the four FFT-pass
 #            kernels at 128k (D = 256): report, details and the SASS page as text
-#   rowtc    pass B's row FFTs on tensor cores against cuFFTDx's (LONGMIX_FUSED_ROW=auto|cufftdx),
+#   rowtc    pass B's row FFTs on tensor cores against cuFFTDx's (LONGMIX_FUSED_ROW=auto|direct|cufftdx),
 #            same binary, same call: the GpuHyenaFused tests, bench_hyena_fused at $ROWTC_L
 #            (D = 256 and 1024, two rounds), ncu kernel times at 128k, memcheck/racecheck of the
 #            tensor-core kernel alone (the sanitizers' kernel filter)
@@ -261,7 +261,7 @@ for stage in "$@"; do
       echo "GpuHyenaFused rc=$?" | tee -a $LOG
       grep -E "^\[  (PASSED|FAILED) |^hyena-fused|FAILED  \]|Failure|Expected" $OUT/gpu_test_fused.log | tee -a $LOG
       for round in 1 2; do
-        for row in cufftdx auto; do
+        for row in cufftdx auto direct; do
           for D in 256 1024; do
             echo "--- rows $row D $D round $round" | tee -a $OUT/rowtc.txt
             LONGMIX_FUSED_ROW=$row timeout 120 $B/bench_hyena_fused ${ROWTC_L:-65536,131072} $D fused \
@@ -270,17 +270,19 @@ for stage in "$@"; do
         done
       done
       grep -E "^---|fused " $OUT/rowtc.txt | tee -a $LOG
-      for row in cufftdx auto; do
+      for row in cufftdx auto direct; do
         LONGMIX_FUSED_ROW=$row ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_rowtc_$row.txt
       done
-      for tool in memcheck racecheck; do
-        # bench_hyena_fused runs hyena-fused alone (racecheck fails inside hyena-cuda's cuFFT kernels:
-        # "failed to handle a hardware exception"); L = 40000 and 100000 are ragged and full N2 = 512 rows
-        timeout 300 compute-sanitizer --tool $tool --kernel-name kns=row_tc --error-exitcode 9 $B/bench_hyena_fused \
-          40000,100000 64 fused > $OUT/sanitizer_rowtc_$tool.log 2>&1
-        echo "compute-sanitizer $tool (row_tc) rc=$? $(tail -1 $OUT/sanitizer_rowtc_$tool.log)" | tee -a $LOG
+      for row in auto direct; do  # staged (cp.async) and direct rows
+        for tool in memcheck racecheck; do
+          # bench_hyena_fused runs hyena-fused alone (racecheck fails inside hyena-cuda's cuFFT kernels:
+          # "failed to handle a hardware exception"); L = 40000 and 100000 are ragged and full N2 = 512 rows
+          LONGMIX_FUSED_ROW=$row timeout 240 compute-sanitizer --tool $tool --kernel-name kns=row_tc --error-exitcode 9 \
+            $B/bench_hyena_fused 40000,100000 64 fused > $OUT/sanitizer_rowtc_${row}_$tool.log 2>&1
+          echo "compute-sanitizer $tool (row_tc, rows $row) rc=$? $(tail -1 $OUT/sanitizer_rowtc_${row}_$tool.log)" | tee -a $LOG
+        done
+        grep -m 20 -B2 -A12 "Error\|Warning\|hazard" $OUT/sanitizer_rowtc_${row}_racecheck.log | head -40 >> $LOG
       done
-      grep -m 20 -B2 -A12 "Error\|Warning\|hazard" $OUT/sanitizer_rowtc_racecheck.log | head -60 >> $LOG
       tar -C $OUT -czf $OUT/rowtc_logs.tgz $(cd $OUT && ls sanitizer_rowtc_*.log ncu_rowtc_*.txt) && \
         rm -f $OUT/sanitizer_rowtc_*.log $OUT/ncu_rowtc_*.txt
       ;;

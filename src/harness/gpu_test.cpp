@@ -228,7 +228,7 @@ TEST(GpuHyenaFused, WideAndTallSplitsMatchTheReference) {
 }
 
 // pass B's row FFTs on tensor cores (N2 = 512: L = 40000 gives N = 2^17 = 256 × 512, ragged;
-// L = 100000 gives 512 × 512) against cuFFTDx's, fp16 and fp32 spectra, D = 256, every output
+// L = 100000 gives 512 × 512), fp16 rows staged and direct, against cuFFTDx's, fp16 and fp32 spectra, D = 256, every output
 // against hyena-cuda (fp32 cuFFT). Asking for them where N2 is not 512 is an error.
 TEST(GpuHyenaFused, TensorCoreRowFftsMatchTheReference) {
   REQUIRE_GPU(be);
@@ -241,12 +241,13 @@ TEST(GpuHyenaFused, TensorCoreRowFftsMatchTheReference) {
     const std::vector<double> ref = hyena_cuda_output(*be, p);
     OwnedCudaContext tc(be->allocator());
     for (const bool half : {true, false}) {
-      for (const RowFft row : {RowFft::kCufftdx, RowFft::kTensor}) {
+      for (const RowFft row : {RowFft::kCufftdx, RowFft::kTensor, RowFft::kTensorDirect}) {
+        if (!half && row == RowFft::kTensorDirect) continue;  // fp32 rows are never staged
         HyenaFusedOptions opt;
         opt.fp16_spectra = half;
         opt.row_fft = row;
         const auto c = compare(fused_output(p, tc.ctx, opt), ref);
-        const char* name = row == RowFft::kTensor ? "tensor" : "cufftdx";
+        const char* name = row == RowFft::kTensor ? "tensor" : row == RowFft::kTensorDirect ? "tensor-direct" : "cufftdx";
         std::printf("hyena-fused L=%lld spectra=%s rows=%s vs hyena-cuda: %s\n", static_cast<long long>(L),
                     half ? "fp16" : "fp32", name, c.summary().c_str());
         EXPECT_EQ(c.nonfinite, 0u) << name;
@@ -259,9 +260,11 @@ TEST(GpuHyenaFused, TensorCoreRowFftsMatchTheReference) {
     w.op = "hyena"; w.B = 1; w.L = 3000; w.l_max = 3000; w.dtype = "fp16"; w.seed = 13;
     const Problem p = Problem::make(w);
     OwnedCudaContext tc(be->allocator());
-    HyenaFusedOptions opt;
-    opt.row_fft = RowFft::kTensor;
-    EXPECT_THROW(fused_output(p, tc.ctx, opt), InvalidArgument);
+    for (const RowFft row : {RowFft::kTensor, RowFft::kTensorDirect}) {
+      HyenaFusedOptions opt;
+      opt.row_fft = row;
+      EXPECT_THROW(fused_output(p, tc.ctx, opt), InvalidArgument);
+    }
   }
   be->release_cached();
 }

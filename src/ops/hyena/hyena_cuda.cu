@@ -9,6 +9,7 @@
 #include "common/cuda_check.h"
 #include "common/cuda_types.cuh"
 #include "ops/hyena/hyena_cuda.h"
+#include "ops/hyena/real_pair.cuh"
 
 namespace longmix {
 
@@ -191,10 +192,6 @@ __global__ void __launch_bounds__(256) modulation_kernel(const float* __restrict
   }
 }
 
-__device__ __forceinline__ float2 cmul(float2 a, float2 b) {
-  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
-}
-
 // In place on the signal pairs' spectra S (rows × R): from Z = FFT(x_a + i·x_b) the two real
 // spectra X_a[k] = (Z[k] + conj Z[R-k]) / 2 and X_b[k] = (Z[k] - conj Z[R-k]) / 2i, likewise H_a,
 // H_b from the filter pair's spectrum; Y = X · (H + skip) / R (the skip term folded in), and
@@ -210,16 +207,10 @@ __global__ void __launch_bounds__(256) spectral_kernel(float2* __restrict__ S, c
   const float sa = skip[2 * hj], sb = skip[2 * hj + 1];
   float2* row = S + p * R;
   const float2* hrow = Hz + hj * R;
-  const float2 z1 = row[k], z2 = row[k2], g1 = hrow[k], g2 = hrow[k2];
-  // X_a[k], X_b[k] (and at R-k their conjugates)
-  const float2 xa = make_float2(0.5f * (z1.x + z2.x), 0.5f * (z1.y - z2.y));
-  const float2 xb = make_float2(0.5f * (z1.y + z2.y), -0.5f * (z1.x - z2.x));
-  const float2 ha = make_float2(0.5f * (g1.x + g2.x) + sa, 0.5f * (g1.y - g2.y));
-  const float2 hb = make_float2(0.5f * (g1.y + g2.y) + sb, -0.5f * (g1.x - g2.x));
-  float2 ya = cmul(xa, ha), yb = cmul(xb, hb);
-  ya.x *= inv_n; ya.y *= inv_n; yb.x *= inv_n; yb.y *= inv_n;
-  row[k] = make_float2(ya.x - yb.y, ya.y + yb.x);                  // Y_a + i·Y_b at k
-  if (k2 != k) row[k2] = make_float2(ya.x + yb.y, -ya.y + yb.x);  // conj Y_a + i·conj Y_b at R-k
+  const pair::PairFilter f = pair::pair_filter(hrow[k], hrow[k2], pair::pair_skip(sa, sb, inv_n));
+  const float2 z1 = row[k], z2 = row[k2];
+  row[k] = f.at_k(z1, z2);
+  if (k2 != k) row[k2] = f.at_mirror(z1, z2);
 }
 
 unsigned grid1d(std::int64_t n) { return static_cast<unsigned>(std::min<std::int64_t>((n + 255) / 256, 132 * 32)); }

@@ -314,7 +314,7 @@ struct HyenaFusedPlan::Impl {
     LONGMIX_SIZE_SWITCH(N1, fused::launch_col, fwd, opt.fp16_spectra, P, pairs, ctx.stream);
   }
   void row(const PassParams& P, std::int64_t pairs) {
-    if (row_tc) fused::launch_row_tc(opt.fp16_spectra, P, pairs, ctx.stream);
+    if (row_tc) fused::launch_row_tc(opt.fp16_spectra, opt.row_fft != HyenaFusedOptions::RowFft::kTensorDirect, P, pairs, ctx.stream);
     else LONGMIX_SIZE_SWITCH(N2, fused::launch_row, opt.fp16_spectra, P, pairs, ctx.stream);
   }
 
@@ -557,7 +557,7 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   LONGMIX_SIZE_SWITCH(m.N1, fused::prepare_size, );
   LONGMIX_SIZE_SWITCH(m.N2, fused::prepare_size, );
   using RowFft = HyenaFusedOptions::RowFft;
-  LONGMIX_REQUIRE(opt.row_fft != RowFft::kTensor || m.N2 == 512,
+  LONGMIX_REQUIRE((opt.row_fft != RowFft::kTensor && opt.row_fft != RowFft::kTensorDirect) || m.N2 == 512,
                   "hyena-fused: tensor-core row FFTs need N2 = 512 (32k < L <= 128k), not N2=", m.N2, " at L=", L);
   m.row_tc = m.N2 == 512 && opt.row_fft != RowFft::kCufftdx;
   if (m.row_tc) fused::prepare_row_tc();
@@ -598,8 +598,10 @@ HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt) {
   }
   if (const char* env = std::getenv("LONGMIX_FUSED_ROW")) {
     const std::string v = env;
-    LONGMIX_REQUIRE(v == "cufftdx" || v == "auto", "hyena-fused: LONGMIX_FUSED_ROW must be cufftdx or auto, not '", v, "'");
-    opt.row_fft = v == "auto" ? HyenaFusedOptions::RowFft::kAuto : HyenaFusedOptions::RowFft::kCufftdx;
+    using RowFft = HyenaFusedOptions::RowFft;
+    LONGMIX_REQUIRE(v == "cufftdx" || v == "auto" || v == "direct",
+                    "hyena-fused: LONGMIX_FUSED_ROW must be cufftdx, auto or direct, not '", v, "'");
+    opt.row_fft = v == "auto" ? RowFft::kAuto : v == "direct" ? RowFft::kTensorDirect : RowFft::kCufftdx;
   }
   if (const char* env = std::getenv("LONGMIX_GEMM_TUNE")) {
     const std::string v = env;

@@ -68,12 +68,14 @@ struct HyenaFusedOptions {
   Split split = Split::kAuto;
   // pass B's row FFTs: cuFFTDx block FFTs, or (N2 = 512 only, 32k < L ≤ 128k) 16 × 32 DFTs on
   // tensor cores with fp16 operands (hyena_fused_row_tc.cu). Auto: tensor cores where they apply.
-  enum class RowFft { kAuto, kCufftdx, kTensor };
+  // kTensor stages fp16 rows in shared memory by cp.async (two blocks an SM), kTensorDirect
+  // loads them straight into fragments (three blocks an SM); fp32 spectra always load directly.
+  enum class RowFft { kAuto, kCufftdx, kTensor, kTensorDirect };
   RowFft row_fft = RowFft::kAuto;
 };
 
 // opt with the environment's A/B switches for benchmarks applied, read once where a plan's
-// options are built: LONGMIX_FUSED_SPLIT=wide|tall, LONGMIX_FUSED_ROW=cufftdx|auto,
+// options are built: LONGMIX_FUSED_SPLIT=wide|tall, LONGMIX_FUSED_ROW=cufftdx|auto|direct,
 // LONGMIX_GEMM_TUNE=0 (the heuristic's first choices). A value it does not know is an error.
 HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt = {});
 

@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "ops/hyena/hyena_fused_params.h"
+#include "ops/hyena/real_pair.cuh"
 
 namespace longmix::fused {
 
@@ -191,9 +192,7 @@ struct FillMap {
   static_assert(TR % 32 == 0 && TR * G == nth && G * CG == W && RT * TR == R1, "column-pass fill tiling");
 };
 
-__device__ __forceinline__ float2 cmul(float2 a, float2 b) {
-  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
-}
+using pair::cmul;
 // W_N^{±m} = exp(∓2πi·m/N) for 0 <= m < N, N a power of two (the argument is exact in fp32).
 __device__ __forceinline__ float2 twiddle(int m, int N, float sign) {
   float s, c;
@@ -466,27 +465,15 @@ __global__ void __launch_bounds__(RowCfg<N2>::kThreads) row_kernel(PassParams P)
     Zs[s * N2 + threadIdx.x + i * FFT::stride] = make_float2(td[i].x, td[i].y);
   __syncthreads();
   const long long fc = P.o * P.D + 2 * cp;
-  const float skip_a = P.skip[fc], skip_b = P.skip[fc + 1];
+  const pair::PairSkip sk = pair::pair_skip(P.skip[fc], P.skip[fc + 1], P.inv_n);
 #pragma unroll
   for (int i = 0; i < FFT::elements_per_thread; ++i) {
     const int k2 = threadIdx.x + i * FFT::stride;
-    int ps, pk;  // the slot and column of N − k
-    if (r == 0) {
-      ps = s;
-      pk = s == 0 ? (N2 - k2) & (N2 - 1) : N2 - 1 - k2;
-    } else {
-      ps = 1 - s;
-      pk = N2 - 1 - k2;
-    }
-    const float2 z = make_float2(td[i].x, td[i].y), zp = Zs[ps * N2 + pk];  // Z[k], Z[N−k]
-    const float2 h = sig[i], hp = Hs[ps * N2 + pk];
-    // A = (Z + conj Zp)/2, B = (Z − conj Zp)/(2i); the same for the filter, plus its skip term.
-    const float2 A = make_float2(0.5f * (z.x + zp.x), 0.5f * (z.y - zp.y));
-    const float2 Bv = make_float2(0.5f * (z.y + zp.y), -0.5f * (z.x - zp.x));
-    const float2 Ha = make_float2(0.5f * (h.x + hp.x) + skip_a, 0.5f * (h.y - hp.y));
-    const float2 Hb = make_float2(0.5f * (h.y + hp.y) + skip_b, -0.5f * (h.x - hp.x));
-    const float2 ya = cmul(Ha, A), yb = cmul(Hb, Bv);  // Y = Ya + i·Yb
-    td[i] = CT{(ya.x - yb.y) * P.inv_n, (ya.y + yb.x) * P.inv_n};
+    const pair::Mirror m = pair::mirror_of(r, s, k2, N2);  // N − k
+    const float2 z = make_float2(td[i].x, td[i].y), zp = Zs[m.ps * N2 + m.pk];  // Z[k], Z[N−k]
+    const float2 hp = Hs[m.ps * N2 + m.pk];
+    const float2 w = pair::pair_filter(sig[i], hp, sk).at_k(z, zp);
+    td[i] = CT{w.x, w.y};
   }
   __syncthreads();
   IFFT().execute(td, smem);

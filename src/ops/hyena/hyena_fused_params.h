@@ -63,6 +63,6 @@ void launch_row(bool half, const PassParams& P, long long pairs, cudaStream_t s)
 
 // pass B on tensor cores for N2 = 512 (hyena_fused_row_tc.cu): prepare once at plan time.
 void prepare_row_tc();
-void launch_row_tc(bool half, const PassParams& P, long long pairs, cudaStream_t s);
+void launch_row_tc(bool half, bool staged, const PassParams& P, long long pairs, cudaStream_t s);
 
 }  // namespace longmix::fused

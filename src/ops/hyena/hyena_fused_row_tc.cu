@@ -31,8 +31,10 @@
 #include <type_traits>
 
 #include "common/cuda_check.h"
+#include "common/error.h"
 #include "ops/hyena/hyena_fused_params.h"
 #include "ops/hyena/mma_sm80.cuh"
+#include "ops/hyena/real_pair.cuh"
 
 namespace longmix::fused {
 namespace {
@@ -43,7 +45,13 @@ constexpr int kWarps = 4;  // warps a block
 // stores of one fragment element (k1 = g + 8h, k2 = 8j + 2q + e) and the loads of its mirrors
 // (15 − k1, 31 − k2) fall in 16 different 8-byte slots.
 constexpr int kRowSlots = 15 + 18 * 31 + 1;  // 574
+constexpr int kLastSlot = kRowSlots - 1;     // slot(511)
 __device__ __forceinline__ int slot(int k) { return (k & 15) + 18 * (k >> 4); }
+// A fragment element's k = g + 8·(c >> 1) + 16·(8j + 2q + (c & 1)) has its low part below 16, so
+// slot(k) = lane_slot(lane) + frag_slot(j, c): one register a lane, the rest immediate offsets.
+// The mirror 511 − k sits at kLastSlot − slot(k).
+__device__ __forceinline__ int lane_slot(int lane) { return (lane >> 2) + 36 * (lane & 3); }
+__host__ __device__ constexpr int frag_slot(int j, int c) { return 8 * (c >> 1) + 18 * (8 * j + (c & 1)); }
 
 // The constants of one lane (g = lane / 4, q = lane % 4).
 struct Dft {
@@ -199,25 +207,28 @@ __device__ __forceinline__ void fwd_to_smem(const Dft& d, const unsigned (&xr)[4
   dft16<false>(d, xr, xi, cr, ci);
   twiddle_slots<false>(d, cr, ci);
   dft32<false>(d, cr, ci, Xr, Xi);
-  const int g = lane >> 2, q = lane & 3;
+  out += lane_slot(lane);
 #pragma unroll
   for (int j = 0; j < 4; ++j)
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const int k = g + 8 * (c >> 1) + 16 * (8 * j + 2 * q + (c & 1));
-      out[slot(k)] = make_float2(Xr[j][c], Xi[j][c]);
-    }
+    for (int c = 0; c < 4; ++c) out[frag_slot(j, c)] = make_float2(Xr[j][c], Xi[j][c]);
 }
 
 // The four rows item it reads, in the order its transforms take them (rho): the filter's and the
 // signal's first row, then their second row ((k1, N1 − k1), or (0, N1/2) for k1 = 0).
+struct Item {
+  int r, p;  // row pair r of signal pair p
+};
+__device__ __forceinline__ Item item_of(const PassParams& P, int it) {
+  const int half_rows = int(P.N1 / 2);
+  return {it % half_rows, it / half_rows};
+}
 template <typename S>
-__device__ __forceinline__ const S* item_row(const PassParams& P, long long it, int rho) {
-  const long long N1 = P.N1, half_rows = N1 / 2;
-  const long long r = it % half_rows, p = it / half_rows;
-  const long long row = rho < 2 ? r : (r == 0 ? N1 / 2 : N1 - r);
-  if (rho & 1) return static_cast<const S*>(P.T) + (p * N1 + row) * kN2;
-  return static_cast<const S*>(P.Tf) + ((P.o * P.half_D + p % P.half_D) * N1 + row) * kN2;
+__device__ __forceinline__ const S* item_row(const PassParams& P, Item t, int rho) {
+  const long long N1 = P.N1;
+  const long long row = rho < 2 ? t.r : (t.r == 0 ? N1 / 2 : N1 - t.r);
+  if (rho & 1) return static_cast<const S*>(P.T) + (t.p * N1 + row) * kN2;
+  return static_cast<const S*>(P.Tf) + ((P.o * P.half_D + t.p % P.half_D) * N1 + row) * kN2;
 }
 
 // fp16 rows are staged in shared memory by cp.async, one item ahead: the copy of the next item's
@@ -260,33 +271,41 @@ __device__ __forceinline__ void st_pair<float2>(float2* p, int i, float ar, floa
 }
 
 // Grid-stride over (row pair r, signal pair p) items, one a warp. T: (pairs, N1, 512) in place,
-// Tf: (Dh/2, N1, 512).
-template <typename S>
-__global__ void __launch_bounds__(32 * kWarps) row_tc_kernel(PassParams P, long long items) {
+// Tf: (Dh/2, N1, 512). kStaged (fp16 rows only): rows staged one item ahead by cp.async, two
+// blocks an SM; otherwise loaded straight into fragments, three blocks an SM (the shared memory
+// of the spectra alone, 73 KB a block).
+template <typename S, bool kStaged>
+__global__ void __launch_bounds__(32 * kWarps, kStaged ? 2 : 3) row_tc_kernel(PassParams P, int items) {
+  static_assert(!kStaged || std::is_same_v<S, __half2>, "only fp16 rows are staged");
   extern __shared__ __align__(16) unsigned char smem[];
-  constexpr bool kStaged = std::is_same_v<S, __half2>;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   float2* Hs = reinterpret_cast<float2*>(smem) + warp * 4 * kRowSlots;  // [2][kRowSlots]
   float2* Zs = Hs + 2 * kRowSlots;                                     // [2][kRowSlots]
   unsigned* stage = reinterpret_cast<unsigned*>(smem + kWarps * 4 * kRowSlots * 8) + warp * 4 * kStageWords;
   const Dft d = make_dft(lane);
-  const long long N1 = P.N1, half_rows = N1 / 2, stride = (long long)gridDim.x * kWarps;
+  const long long N1 = P.N1;
+  const int stride = int(gridDim.x) * kWarps, ls = lane_slot(lane);
   const int g = lane >> 2, q = lane & 3;
-  long long it = blockIdx.x * kWarps + warp;
+  int it = int(blockIdx.x) * kWarps + warp;
   if constexpr (kStaged) {
     // One cp.async group a row: before row rho of an item is read, exactly three newer groups
     // (this item's later rows, the next item's earlier ones; empty past the last item) exist.
-    if (it < items)
+    if (it < items) {
+      const Item t = item_of(P, it);
       for (int rho = 0; rho < 4; ++rho) {
-        stage_row(item_row<S>(P, it, rho), stage + rho * kStageWords, lane);
+        stage_row(item_row<S>(P, t, rho), stage + rho * kStageWords, lane);
         __pipeline_commit();
       }
+    }
   }
   for (; it < items; it += stride) {
-    const long long r = it % half_rows, p = it / half_rows;
-    const long long cp = p % P.half_D;
+    const Item t = item_of(P, it);
+    const int r = t.r;
+    const bool more = it + stride < items;
+    const Item next = item_of(P, more ? it + stride : it);
+    const long long cp = t.p % P.half_D;
     const long long row1 = r == 0 ? N1 / 2 : N1 - r;  // the pair's second row
-    S* T = static_cast<S*>(P.T) + p * N1 * kN2;
+    S* T = static_cast<S*>(P.T) + t.p * N1 * kN2;
 #pragma unroll 1
     for (int rho = 0; rho < 4; ++rho) {
       unsigned xr[4][2], xi[4][2];
@@ -295,43 +314,50 @@ __global__ void __launch_bounds__(32 * kWarps) row_tc_kernel(PassParams P, long 
         __syncwarp();
         stage_frags(stage + rho * kStageWords, lane, xr, xi);
         __syncwarp();
-        if (it + stride < items) stage_row(item_row<S>(P, it + stride, rho), stage + rho * kStageWords, lane);
+        if (more) stage_row(item_row<S>(P, next, rho), stage + rho * kStageWords, lane);
         __pipeline_commit();
       } else {
-        load_row(item_row<S>(P, it, rho), lane, xr, xi);
+        load_row(item_row<S>(P, t, rho), lane, xr, xi);
       }
       fwd_to_smem(d, xr, xi, lane, (rho & 1 ? Zs : Hs) + (rho >> 1) * kRowSlots);
     }
     __syncwarp();
     const long long fc = P.o * P.D + 2 * cp;
-    const float skip_a = P.skip[fc], skip_b = P.skip[fc + 1];
+    const pair::PairSkip sk = pair::pair_skip(P.skip[fc], P.skip[fc + 1], P.inv_n);
 #pragma unroll 1
     for (int s = 0; s < 2; ++s) {
       float yr[4][4], yi[4][4];
+      const float2* zs = Zs + s * kRowSlots + ls;
+      const float2* hs = Hs + s * kRowSlots + ls;
+      if (r == 0 && s == 0) {
+        // Row 0 mirrors into itself at (512 − k2) mod 512 (pair::mirror_of): the general form.
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < 4; ++j)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int k2 = g + 8 * (c >> 1) + 16 * (8 * j + 2 * q + (c & 1));
-          int ps, pk;  // the row and column of N − k (hyena_fused_fft.cuh, row_kernel)
-          if (r == 0) {
-            ps = s;
-            pk = s == 0 ? (kN2 - k2) & (kN2 - 1) : kN2 - 1 - k2;
-          } else {
-            ps = 1 - s;
-            pk = kN2 - 1 - k2;
+          for (int c = 0; c < 4; ++c) {
+            const int k2 = g + 8 * (c >> 1) + 16 * (8 * j + 2 * q + (c & 1));
+            const pair::Mirror m = pair::mirror_of(0, 0, k2, kN2);
+            const int o = frag_slot(j, c), po = m.ps * kRowSlots + slot(m.pk);
+            const float2 w = pair::pair_filter(hs[o], Hs[po], sk).at_k(zs[o], Zs[po]);
+            yr[j][c] = w.x;
+            yi[j][c] = w.y;
           }
-          const float2 z = Zs[s * kRowSlots + slot(k2)], zp = Zs[ps * kRowSlots + slot(pk)];
-          const float2 h = Hs[s * kRowSlots + slot(k2)], hp = Hs[ps * kRowSlots + slot(pk)];
-          const float2 A = make_float2(0.5f * (z.x + zp.x), 0.5f * (z.y - zp.y));
-          const float2 Bv = make_float2(0.5f * (z.y + zp.y), -0.5f * (z.x - zp.x));
-          const float2 Ha = make_float2(0.5f * (h.x + hp.x) + skip_a, 0.5f * (h.y - hp.y));
-          const float2 Hb = make_float2(0.5f * (h.y + hp.y) + skip_b, -0.5f * (h.x - hp.x));
-          const float yax = Ha.x * A.x - Ha.y * A.y, yay = Ha.x * A.y + Ha.y * A.x;
-          const float ybx = Hb.x * Bv.x - Hb.y * Bv.y, yby = Hb.x * Bv.y + Hb.y * Bv.x;
-          yr[j][c] = (yax - yby) * P.inv_n;
-          yi[j][c] = (yay + ybx) * P.inv_n;
-        }
+      } else {
+        // Every other slot's mirror is column 511 − k2 of slot ps (pair::mirror_of): at
+        // kLastSlot − slot(k2), a second lane base and the negated immediate offsets.
+        const int ps = r == 0 ? s : 1 - s;
+        const float2* zm = Zs + ps * kRowSlots + kLastSlot - ls;
+        const float2* hm = Hs + ps * kRowSlots + kLastSlot - ls;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int o = frag_slot(j, c);
+            const float2 w = pair::pair_filter(hs[o], hm[-o], sk).at_k(zs[o], zm[-o]);
+            yr[j][c] = w.x;
+            yi[j][c] = w.y;
+          }
+      }
       // Inverse: over k2 (Y's slots are the A operand as they stand), twiddle, over k1 (the
       // twiddled slots transposed into B fragments).
       float ur[4][4], ui[4][4];
@@ -348,45 +374,57 @@ __global__ void __launch_bounds__(32 * kWarps) row_tc_kernel(PassParams P, long 
       float xr[4][4], xi[4][4];
       dft16<true>(d, br, bi, xr, xi);
       // x[32a + b] at a = g + 8h, b = 8j + 2q + {0, 1}: two neighbouring elements a store.
-      S* out = T + (s == 0 ? r : row1) * kN2;
+      S* out = T + (s == 0 ? r : row1) * kN2 + 32 * g + 2 * q;
 #pragma unroll
       for (int j = 0; j < 4; ++j)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          st_pair(out, 32 * (g + 8 * h) + 8 * j + 2 * q, xr[j][2 * h], xi[j][2 * h], xr[j][2 * h + 1],
-                  xi[j][2 * h + 1]);
+          st_pair(out, 256 * h + 8 * j, xr[j][2 * h], xi[j][2 * h], xr[j][2 * h + 1], xi[j][2 * h + 1]);
     }
     __syncwarp();  // the next item's spectra overwrite this one's
   }
 }
 
-constexpr int kSmem = kWarps * 4 * (kRowSlots * 8 + kStageWords * 4);  // spectra + staged rows
+template <bool kStaged>
+constexpr int kSmem = kWarps * 4 * (kRowSlots * 8 + (kStaged ? kStageWords * 4 : 0));  // spectra (+ staged rows)
+
+// The persistent grid's size (blocks an SM at each kernel's registers and shared memory), set
+// once at plan time, outside any graph capture.
+int g_row_tc_blocks[3] = {};  // fp16 staged, fp16 direct, fp32 direct
+
+template <typename S, bool kStaged>
+void prepare_one(int sms, int* blocks) {
+  CUDA_CHECK(cudaFuncSetAttribute(row_tc_kernel<S, kStaged>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  kSmem<kStaged>));
+  int per_sm = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, row_tc_kernel<S, kStaged>, 32 * kWarps,
+                                                           kSmem<kStaged>));
+  *blocks = sms * (per_sm < 1 ? 1 : per_sm);
+}
+
+template <typename S, bool kStaged>
+void launch_one(int blocks, const PassParams& P, int items, cudaStream_t s) {
+  const int want = (items + kWarps - 1) / kWarps;
+  row_tc_kernel<S, kStaged><<<unsigned(want < blocks ? want : blocks), 32 * kWarps, kSmem<kStaged>, s>>>(P, items);
+}
 
 }  // namespace
 
-// The persistent grid's size (blocks an SM at this kernel's registers and shared memory), set
-// once at plan time, outside any graph capture.
-namespace {
-int g_row_tc_blocks = 0;
-}
-
 void prepare_row_tc() {
-  const auto a = cudaFuncAttributeMaxDynamicSharedMemorySize;
-  CUDA_CHECK(cudaFuncSetAttribute(row_tc_kernel<__half2>, a, kSmem));
-  CUDA_CHECK(cudaFuncSetAttribute(row_tc_kernel<float2>, a, kSmem));
-  int dev = 0, sms = 0, per_sm = 0;
+  int dev = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, row_tc_kernel<float2>, 32 * kWarps, kSmem));
-  g_row_tc_blocks = sms * (per_sm < 1 ? 1 : per_sm);
+  prepare_one<__half2, true>(sms, &g_row_tc_blocks[0]);
+  prepare_one<__half2, false>(sms, &g_row_tc_blocks[1]);
+  prepare_one<float2, false>(sms, &g_row_tc_blocks[2]);
 }
 
-void launch_row_tc(bool half, const PassParams& P, long long pairs, cudaStream_t s) {
+void launch_row_tc(bool half, bool staged, const PassParams& P, long long pairs, cudaStream_t s) {
   const long long items = pairs * (P.N1 / 2);
-  const long long want = (items + kWarps - 1) / kWarps;
-  const unsigned grid = unsigned(want < g_row_tc_blocks ? want : g_row_tc_blocks);
-  if (half) row_tc_kernel<__half2><<<grid, 32 * kWarps, kSmem, s>>>(P, items);
-  else row_tc_kernel<float2><<<grid, 32 * kWarps, kSmem, s>>>(P, items);
+  LONGMIX_REQUIRE(items < (1LL << 31), "hyena-fused: too many row pairs for the tensor-core row pass: ", items);
+  if (half && staged) launch_one<__half2, true>(g_row_tc_blocks[0], P, int(items), s);
+  else if (half) launch_one<__half2, false>(g_row_tc_blocks[1], P, int(items), s);
+  else launch_one<float2, false>(g_row_tc_blocks[2], P, int(items), s);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -37,6 +37,10 @@
 #            same binary, same call: the GpuHyenaFused tests, bench_hyena_fused at $ROWTC_L
 #            (D = 256 and 1024, two rounds), ncu kernel times at 128k, memcheck/racecheck of the
 #            tensor-core kernel alone (the sanitizers' kernel filter)
+#   coltc    passes A and A⁻¹ on tensor cores against cuFFTDx (LONGMIX_FUSED_COL=tensor|cufftdx), same
+#            binary, same call, and every bench_hyena_fused_* packed beside it: the GpuHyenaFused
+#            tests, bench_hyena_fused at $COLTC_L (D = 256 and 1024, two rounds), ncu kernel times
+#            at 128k, memcheck/racecheck of the column kernels alone
 #   sanitizeflash  memcheck/racecheck on two flash-own shapes (every variant)
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
 #   flashncu  ncu sections (warp stalls, scheduler, pipes) of flash-own's ws-128x128-pp-e4 and of
@@ -285,6 +289,34 @@ for stage in "$@"; do
       done
       tar -C $OUT -czf $OUT/rowtc_logs.tgz $(cd $OUT && ls sanitizer_rowtc_*.log ncu_rowtc_*.txt) && \
         rm -f $OUT/sanitizer_rowtc_*.log $OUT/ncu_rowtc_*.txt
+      ;;
+    coltc)  # passes A and A⁻¹ on tensor cores against cuFFTDx's, same binary, same call
+      timeout 300 $B/gpu_test --gtest_filter='GpuHyenaFused.*' > $OUT/gpu_test_fused.log 2>&1
+      echo "GpuHyenaFused rc=$?" | tee -a $LOG
+      grep -E "^\[  (PASSED|FAILED) |cols=|FAILED  \]|Failure|Expected" $OUT/gpu_test_fused.log | tee -a $LOG
+      for round in 1 2; do
+        for run in "env LONGMIX_FUSED_COL=cufftdx $B/bench_hyena_fused" "env LONGMIX_FUSED_COL=tensor $B/bench_hyena_fused" \
+                   $B/bench_hyena_fused_*; do
+          for D in 256 1024; do
+            echo "--- ${run//$B\//} D $D round $round" | tee -a $OUT/coltc.txt
+            timeout 120 $run ${COLTC_L:-131072,262144} $D fused 2>&1 | tee -a $OUT/coltc.txt
+          done
+        done
+      done
+      grep -E "^---|fused " $OUT/coltc.txt | tee -a $LOG
+      for col in cufftdx tensor; do
+        LONGMIX_FUSED_COL=$col ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_coltc_$col.txt
+      done
+      for bin in $B/bench_hyena_fused_*; do ncu_fused_forward $bin $OUT/ncu_coltc_$(basename $bin).txt; done
+      for tool in memcheck racecheck; do
+        # L = 100000 and 200000: N1 = 512 with N2 = 512 and 1024, ragged
+        LONGMIX_FUSED_COL=tensor timeout 240 compute-sanitizer --tool $tool --kernel-name kns=col_tc --error-exitcode 9 \
+          $B/bench_hyena_fused 100000,200000 64 fused > $OUT/sanitizer_coltc_$tool.log 2>&1
+        echo "compute-sanitizer $tool (col_tc) rc=$? $(tail -1 $OUT/sanitizer_coltc_$tool.log)" | tee -a $LOG
+      done
+      grep -m 20 -B2 -A12 "Error\|Warning\|hazard" $OUT/sanitizer_coltc_racecheck.log | head -40 >> $LOG
+      tar -C $OUT -czf $OUT/coltc_logs.tgz $(cd $OUT && ls sanitizer_coltc_*.log ncu_coltc_*.txt) && \
+        rm -f $OUT/sanitizer_coltc_*.log $OUT/ncu_coltc_*.txt
       ;;
     rowtcncu)  # ncu's full set with per-instruction source counters of the tensor-core pass B at 128k
       timeout 300 ncu --graph-profiling node -k regex:row_tc --launch-count 1 --set full --import-source yes \

@@ -269,6 +269,52 @@ TEST(GpuHyenaFused, TensorCoreRowFftsMatchTheReference) {
   be->release_cached();
 }
 
+// passes A and A⁻¹'s column FFTs on tensor cores (N1 = 512: L = 100000 gives N = 2^18 = 512 × 512,
+// L = 200000 gives 512 × 1024, both ragged), against cuFFTDx's, fp16 and fp32 spectra, with pass
+// B's rows on tensor cores and on cuFFTDx, D = 256, every output against hyena-cuda (fp32 cuFFT).
+// Asking for them where N1 is not 512 is an error.
+TEST(GpuHyenaFused, TensorCoreColumnFftsMatchTheReference) {
+  REQUIRE_GPU(be);
+  using ColFft = HyenaFusedOptions::ColFft;
+  using RowFft = HyenaFusedOptions::RowFft;
+  for (const std::int64_t L : {100000, 200000}) {
+    Workload w;
+    w.op = "hyena"; w.B = 1; w.L = L; w.l_max = L; w.H = 4; w.dtype = "fp16"; w.seed = 17;
+    Problem p = Problem::make(w);
+    p.round_to("fp16");
+    const std::vector<double> ref = hyena_cuda_output(*be, p);
+    OwnedCudaContext tc(be->allocator());
+    for (const bool half : {true, false}) {
+      for (const ColFft col : {ColFft::kCufftdx, ColFft::kTensor}) {
+        for (const RowFft row : {RowFft::kCufftdx, RowFft::kAuto}) {
+          if (L > 131072 && row == RowFft::kAuto) continue;  // N2 = 1024: cuFFTDx rows only
+          HyenaFusedOptions opt;
+          opt.fp16_spectra = half;
+          opt.col_fft = col;
+          opt.row_fft = row;
+          const auto c = compare(fused_output(p, tc.ctx, opt), ref);
+          const char* cname = col == ColFft::kTensor ? "tensor" : "cufftdx";
+          const char* rname = row == RowFft::kAuto ? "auto" : "cufftdx";
+          std::printf("hyena-fused L=%lld spectra=%s cols=%s rows=%s vs hyena-cuda: %s\n", static_cast<long long>(L),
+                      half ? "fp16" : "fp32", cname, rname, c.summary().c_str());
+          EXPECT_EQ(c.nonfinite, 0u) << cname << " columns, " << rname << " rows";
+          EXPECT_LE(c.rel_l2, 5e-3) << cname << " columns, " << rname << " rows, L=" << L << ": " << c.summary();
+        }
+      }
+    }
+  }
+  {
+    Workload w;
+    w.op = "hyena"; w.B = 1; w.L = 40000; w.l_max = 40000; w.dtype = "fp16"; w.seed = 17;
+    const Problem p = Problem::make(w);  // N = 2^17 = 256 × 512
+    OwnedCudaContext tc(be->allocator());
+    HyenaFusedOptions opt;
+    opt.col_fft = ColFft::kTensor;
+    EXPECT_THROW(fused_output(p, tc.ctx, opt), InvalidArgument);
+  }
+  be->release_cached();
+}
+
 // Every flash-own kernel variant, O and LSE against a float64 reference: ragged L (not a
 // multiple of any tile), causal and not, fp16 and bf16, packed (B, L, H, d) rows and the
 // layer's qkv rows (stride 3D); O poisoned with NaN first.

@@ -258,6 +258,7 @@ struct HyenaFusedPlan::Impl {
   DType t = DType::kF16;
   bool cached = false;
   bool row_tc = false;  // pass B on tensor cores (N2 = 512)
+  bool col_tc = false;  // passes A and A⁻¹ on tensor cores (N1 = 512)
   HyenaFusedOptions opt;
   CudaContext ctx;
   std::size_t ssz = 4;  // bytes of one stored complex value
@@ -311,7 +312,8 @@ struct HyenaFusedPlan::Impl {
     CUDA_CHECK_LAUNCH();
   }
   void col(bool fwd, const PassParams& P, std::int64_t pairs) {
-    LONGMIX_SIZE_SWITCH(N1, fused::launch_col, fwd, opt.fp16_spectra, P, pairs, ctx.stream);
+    if (col_tc) fused::launch_col_tc(fwd, opt.fp16_spectra, P, pairs, ctx.stream);
+    else LONGMIX_SIZE_SWITCH(N1, fused::launch_col, fwd, opt.fp16_spectra, P, pairs, ctx.stream);
   }
   void row(const PassParams& P, std::int64_t pairs) {
     if (row_tc) fused::launch_row_tc(opt.fp16_spectra, opt.row_fft != HyenaFusedOptions::RowFft::kTensorDirect, P, pairs, ctx.stream);
@@ -561,6 +563,15 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
                   "hyena-fused: tensor-core row FFTs need N2 = 512 (32k < L <= 128k), not N2=", m.N2, " at L=", L);
   m.row_tc = m.N2 == 512 && opt.row_fft != RowFft::kCufftdx;
   if (m.row_tc) fused::prepare_row_tc();
+  using ColFft = HyenaFusedOptions::ColFft;
+  LONGMIX_REQUIRE(opt.col_fft != ColFft::kTensor || m.N1 == 512,
+                  "hyena-fused: tensor-core column FFTs need N1 = 512 (64k < L <= 256k), not N1=", m.N1, " at L=", L);
+  m.col_tc = opt.col_fft == ColFft::kTensor;
+  if (m.col_tc) {
+    fused::prepare_col_tc(s);
+    LONGMIX_REQUIRE(m.N2 % fused::col_tc_width() == 0, "hyena-fused: N2=", m.N2,
+                    " is not a multiple of the tensor-core column width");
+  }
 
   // The arena.
   const std::size_t es = dtype_size(t);
@@ -602,6 +613,13 @@ HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt) {
     LONGMIX_REQUIRE(v == "cufftdx" || v == "auto" || v == "direct",
                     "hyena-fused: LONGMIX_FUSED_ROW must be cufftdx, auto or direct, not '", v, "'");
     opt.row_fft = v == "auto" ? RowFft::kAuto : v == "direct" ? RowFft::kTensorDirect : RowFft::kCufftdx;
+  }
+  if (const char* env = std::getenv("LONGMIX_FUSED_COL")) {
+    const std::string v = env;
+    using ColFft = HyenaFusedOptions::ColFft;
+    LONGMIX_REQUIRE(v == "cufftdx" || v == "auto" || v == "tensor",
+                    "hyena-fused: LONGMIX_FUSED_COL must be cufftdx, auto or tensor, not '", v, "'");
+    opt.col_fft = v == "auto" ? ColFft::kAuto : v == "tensor" ? ColFft::kTensor : ColFft::kCufftdx;
   }
   if (const char* env = std::getenv("LONGMIX_GEMM_TUNE")) {
     const std::string v = env;

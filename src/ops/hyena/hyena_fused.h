@@ -72,10 +72,18 @@ struct HyenaFusedOptions {
   // loads them straight into fragments (three blocks an SM); fp32 spectra always load directly.
   enum class RowFft { kAuto, kCufftdx, kTensor, kTensorDirect };
   RowFft row_fft = RowFft::kAuto;
+  // passes A and A⁻¹'s column FFTs: cuFFTDx block FFTs, or (N1 = 512 only, 64k < L ≤ 256k)
+  // 16 × 32 DFTs on tensor cores with fp16 operands (hyena_fused_col_tc.cu). Auto: cuFFTDx
+  // everywhere (measured on the H200 at 128k, D = 256: 1.04 ms against 1.57 with tensor-core
+  // columns, which one warp a column holds to 16 warps an SM where the prologue's short-conv
+  // gathers need more in flight; bench/NOTES.md v12).
+  enum class ColFft { kAuto, kCufftdx, kTensor };
+  ColFft col_fft = ColFft::kAuto;
 };
 
 // opt with the environment's A/B switches for benchmarks applied, read once where a plan's
 // options are built: LONGMIX_FUSED_SPLIT=wide|tall, LONGMIX_FUSED_ROW=cufftdx|auto|direct,
+// LONGMIX_FUSED_COL=cufftdx|auto|tensor,
 // LONGMIX_GEMM_TUNE=0 (the heuristic's first choices). A value it does not know is an error.
 HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt = {});
 

@@ -25,180 +25,9 @@
 
 #include <type_traits>
 
-#include "ops/hyena/hyena_fused_params.h"
-#include "ops/hyena/real_pair.cuh"
+#include "ops/hyena/hyena_fused_cols.cuh"
 
 namespace longmix::fused {
-
-__device__ __forceinline__ float ld_act(const void* p, int i, bool bf16) {
-  return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i])
-              : __half2float(static_cast<const __half*>(p)[i]);
-}
-
-template <typename S> __device__ __forceinline__ float2 load_c(const S* p, int i);
-template <> __device__ __forceinline__ float2 load_c<float2>(const float2* p, int i) { return p[i]; }
-template <> __device__ __forceinline__ float2 load_c<__half2>(const __half2* p, int i) {
-  return __half22float2(p[i]);
-}
-template <typename S> __device__ __forceinline__ void store_c(S* p, int i, float2 v);
-template <> __device__ __forceinline__ void store_c<float2>(float2* p, int i, float2 v) { p[i] = v; }
-template <> __device__ __forceinline__ void store_c<__half2>(__half2* p, int i, float2 v) {
-  p[i] = __float22half2_rn(v);
-}
-
-// Two neighbouring stored values (i even; every (pair, row) start is even) in one 8- or 16-byte
-// access.
-template <typename S> __device__ __forceinline__ void load_c2(const S* p, int i, float2* a, float2* b);
-template <> __device__ __forceinline__ void load_c2<float2>(const float2* p, int i, float2* a, float2* b) {
-  const float4 v = *reinterpret_cast<const float4*>(p + i);
-  *a = make_float2(v.x, v.y);
-  *b = make_float2(v.z, v.w);
-}
-template <> __device__ __forceinline__ void load_c2<__half2>(const __half2* p, int i, float2* a, float2* b) {
-  const uint2 v = *reinterpret_cast<const uint2*>(p + i);
-  *a = __half22float2(*reinterpret_cast<const __half2*>(&v.x));
-  *b = __half22float2(*reinterpret_cast<const __half2*>(&v.y));
-}
-template <typename S> __device__ __forceinline__ void store_c2(S* p, int i, float2 a, float2 b);
-template <> __device__ __forceinline__ void store_c2<float2>(float2* p, int i, float2 a, float2 b) {
-  *reinterpret_cast<float4*>(p + i) = make_float4(a.x, a.y, b.x, b.y);
-}
-template <> __device__ __forceinline__ void store_c2<__half2>(__half2* p, int i, float2 a, float2 b) {
-  const __half2 ha = __float22half2_rn(a), hb = __float22half2_rn(b);
-  *reinterpret_cast<uint2*>(p + i) = make_uint2(*reinterpret_cast<const unsigned*>(&ha), *reinterpret_cast<const unsigned*>(&hb));
-}
-
-// The position layout of every time row the column passes read or write (zT, prev, the output,
-// h and the time grid): t = n1·N2 + n2 lies at n2·R + n1 (R = ⌈L/N2⌉), so a column pass, which
-// needs n1 = 0 … for a few n2, reads and writes contiguous runs along n1 across a warp instead of
-// a few bytes from each of N1/2 rows N2 apart (v4b: 47–67% excessive L1→L2 sectors). The GEMMs
-// that produce and consume these rows do so through strided batches (hyena_fused.cu).
-// pos_at (hyena_fused_params.h) in 32 bits, with N2 = 2^lg.
-struct Pos {
-  int N2, lg, R;
-  __device__ __forceinline__ int operator()(int t) const { return (t & (N2 - 1)) * R + (t >> lg); }
-};
-__device__ __forceinline__ Pos pos_of(const PassParams& P) { return Pos{P.N2, __ffs(P.N2) - 1, P.R}; }
-
-// Per-block constants of one projection channel's short conv (SPEC §3 step 2), hoisted out of
-// the element loops: taps, conv bias, in_proj bias, and the channel's row of zT.
-constexpr int kMaxK = 9;
-struct ConvChan {
-  float w[kMaxK];
-  float sb, bin;
-  const void* row;  // zT + (b·C + ch)·Lp
-};
-__device__ __forceinline__ ConvChan conv_chan(const PassParams& P, long long b, long long ch) {
-  ConvChan c;
-#pragma unroll
-  for (int j = 0; j < kMaxK; ++j) c.w[j] = j < P.K ? P.sw[ch * P.K + j] : 0.0f;
-  c.sb = P.sb[ch];
-  c.bin = P.b_in ? P.b_in[ch] : 0.0f;
-  c.row = P.bf16 ? static_cast<const void*>(static_cast<const __nv_bfloat16*>(P.zT) + (b * P.C + ch) * P.Lp)
-                 : static_cast<const void*>(static_cast<const __half*>(P.zT) + (b * P.C + ch) * P.Lp);
-  return c;
-}
-// z[t] + b_in, zero outside [0, L) (negative time is the conv's zero padding; past L is never
-// an input of a kept output).
-__device__ __forceinline__ float zval(const ConvChan& c, int t, int L, const Pos& ps, bool bf16) {
-  return t >= 0 && t < L ? ld_act(c.row, ps(t), bf16) + c.bin : 0.0f;
-}
-// zc[t0 + m] = sb + Σ_j w[j]·(z[t0 + m + j − (K−1)] + b_in) for a run of CG consecutive times
-// (one row n1, CG neighbouring columns; the taps before the first column wrap to row n1 − 1
-// through Pos). K = 3 (the reference's short filter) slides a window: CG + 2 loads for CG
-// outputs; other lengths load every tap.
-template <int CG>
-__device__ __forceinline__ void sconv_run(const ConvChan& c, int K, int t0, int L, const Pos& ps, bool bf16,
-                                          float (&out)[CG]) {
-  if (K == 3) {
-    float z[CG + 2];
-#pragma unroll
-    for (int j = 0; j < CG + 2; ++j) z[j] = zval(c, t0 + j - 2, L, ps, bf16);
-#pragma unroll
-    for (int m = 0; m < CG; ++m) out[m] = c.sb + c.w[2] * z[m + 2] + c.w[1] * z[m + 1] + c.w[0] * z[m];
-    return;
-  }
-#pragma unroll
-  for (int m = 0; m < CG; ++m) {
-    float acc = c.sb;
-#pragma unroll
-    for (int j = 0; j < kMaxK; ++j)
-      if (j < K) acc += c.w[j] * zval(c, t0 + m + j - (K - 1), L, ps, bf16);
-    out[m] = acc;
-  }
-}
-
-// The source of one channel of the pair: everything it needs, loaded once per block.
-struct Source {
-  int mode, K;
-  bool bf16;
-  ConvChan a, g;         // kSrcConvProduct: v-group and gate channels; kSrcPrevTimesConv: g
-  const float* prev;     // kSrcPrevTimesConv: (b, c) row of prev
-  const __half* h;       // kSrcFilter: the filter channel's row
-  const float* tgrid;
-  float decay, shift;    // kSrcFilter: |δ_c|, shift
-};
-__device__ __forceinline__ Source make_source(const PassParams& P, long long b, long long c) {
-  Source s;
-  s.mode = P.src;
-  s.K = P.K;
-  s.bf16 = P.bf16;
-  if (P.src == kSrcFilter) {
-    s.h = P.h + c * P.Lp;
-    s.tgrid = P.tgrid;
-    s.decay = fabsf(P.deltas[c]);
-    s.shift = P.shift;
-  } else {
-    s.g = conv_chan(P, b, P.g_b * P.D + c);
-    if (P.src == kSrcConvProduct) s.a = conv_chan(P, b, P.g_a * P.D + c);
-    else s.prev = P.prev + (b * P.D + c) * P.Lp;
-  }
-  return s;
-}
-// One channel's pass-A input at t0 + m, m < CG (one row, neighbouring columns at p0 + m·R).
-template <int CG>
-__device__ __forceinline__ void source_run(const Source& s, int t0, int p0, int L, const Pos& ps, float (&x)[CG]) {
-  if (s.mode == kSrcFilter) {
-#pragma unroll
-    for (int m = 0; m < CG; ++m) {
-      const int p = p0 + m * ps.R;
-      x[m] = t0 + m < L ? __half2float(s.h[p]) * (__expf(-s.tgrid[p] * s.decay) + s.shift) : 0.0f;
-    }
-    return;
-  }
-  float g[CG];
-  sconv_run<CG>(s.g, s.K, t0, L, ps, s.bf16, g);
-  if (s.mode == kSrcConvProduct) {
-    float a[CG];
-    sconv_run<CG>(s.a, s.K, t0, L, ps, s.bf16, a);
-#pragma unroll
-    for (int m = 0; m < CG; ++m) x[m] = a[m] * g[m];
-  } else {
-#pragma unroll
-    for (int m = 0; m < CG; ++m) x[m] = t0 + m < L ? s.prev[p0 + m * ps.R] * g[m] : 0.0f;
-  }
-}
-
-// How a column pass's threads cover the R1 = N1/2 rows × W columns that can hold time points
-// (L ≤ N/2): TR threads along the rows (a warp reads 32 consecutive n1 of one column: one
-// contiguous run), G groups of CG neighbouring columns, RT rows a thread.
-template <int N1, int W, int nth>
-struct FillMap {
-  static constexpr int R1 = N1 / 2;
-  static constexpr int TR = nth < R1 ? nth : R1;
-  static constexpr int G = nth / TR;
-  static constexpr int CG = W / G;
-  static constexpr int RT = R1 / TR;
-  static_assert(TR % 32 == 0 && TR * G == nth && G * CG == W && RT * TR == R1, "column-pass fill tiling");
-};
-
-using pair::cmul;
-// W_N^{±m} = exp(∓2πi·m/N) for 0 <= m < N, N a power of two (the argument is exact in fp32).
-__device__ __forceinline__ float2 twiddle(int m, int N, float sign) {
-  float s, c;
-  sincospif(sign * 2.0f * float(m) / float(N), &s, &c);
-  return make_float2(c, s);
-}
 
 // Column FFTs of size N1, W columns per block (W neighbouring time points). Elements per
 // thread: cuFFTDx's default below 512, 16 from 512 on (at 1024 its default 32 left one 8-column
@@ -236,17 +65,6 @@ struct ColCfg {
                                           ? int(Fwd::shared_memory_size) : int(Inv::shared_memory_size));
 };
 
-// Pair p of the launch: signal pairs are (batch, channel pair); filter pairs index Dh/2.
-__device__ __forceinline__ void pair_channels(const PassParams& P, long long p, long long* b, long long* c) {
-  if (P.src == kSrcFilter) {
-    *b = 0;
-    *c = 2 * p;
-  } else {
-    *b = p / P.half_D;
-    *c = 2 * (p % P.half_D);
-  }
-}
-
 // pass A. Grid (N2 / W, pairs). T: (pairs, N1, N2). Indices inside a pair are 32-bit
 // (N ≤ 2^22); twiddles W^{n2·k1} for k1 = x + i·stride by recurrence from two sincospif.
 template <int N1, typename S>
@@ -258,29 +76,11 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParam
   extern __shared__ __align__(16) unsigned char smem[];
   float2* tile = reinterpret_cast<float2*>(smem);  // [N1][W+1]
   const int tid = threadIdx.y * blockDim.x + threadIdx.x;
-  const int col0 = blockIdx.x * W, N2 = P.N2, L = static_cast<int>(P.L), N = static_cast<int>(P.N);
+  const int col0 = blockIdx.x * W, N = static_cast<int>(P.N);
   const long long p = blockIdx.y;
   long long b, c;
   pair_channels(P, p, &b, &c);
-  {
-    // Each thread: RT rows × CG neighbouring columns of the source, a warp 32 consecutive rows;
-    // every load issued before any store.
-    using FM = FillMap<N1, W, nth>;
-    const Source sa = make_source(P, b, c), sb = make_source(P, b, c + 1);
-    const Pos ps = pos_of(P);
-    const int r0 = tid % FM::TR, w0 = (tid / FM::TR) * FM::CG;
-    float xa[FM::RT][FM::CG], xb[FM::RT][FM::CG];
-#pragma unroll
-    for (int rr = 0; rr < FM::RT; ++rr) {
-      const int n1 = r0 + rr * FM::TR, t0 = n1 * N2 + col0 + w0, p0 = (col0 + w0) * ps.R + n1;
-      source_run<FM::CG>(sa, t0, p0, L, ps, xa[rr]);
-      source_run<FM::CG>(sb, t0, p0, L, ps, xb[rr]);
-    }
-#pragma unroll
-    for (int rr = 0; rr < FM::RT; ++rr)
-#pragma unroll
-      for (int m = 0; m < FM::CG; ++m) tile[(r0 + rr * FM::TR) * TW + w0 + m] = make_float2(xa[rr][m], xb[rr][m]);
-  }
+  fill_col_tile<N1, W, nth>(P, b, c, col0, tid, tile);
   __syncthreads();
   CT td[FFT::storage_size];
   const int w = threadIdx.y;
@@ -303,13 +103,7 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParam
     tw = cmul(tw, step);
   }
   __syncthreads();
-  S* T = static_cast<S*>(P.T) + p * N1 * N2;
-  constexpr int HW = W / 2;  // two neighbouring columns a thread, one vector store
-#pragma unroll
-  for (int it = 0; it < N1 * HW / nth; ++it) {
-    const int idx = tid + it * nth, k1 = idx / HW, ww = 2 * (idx % HW);
-    store_c2(T, k1 * N2 + col0 + ww, tile[k1 * TW + ww], tile[k1 * TW + ww + 1]);
-  }
+  store_col_tile<N1, W, nth, S>(P, p, col0, tid, tile);
 }
 
 // pass A⁻¹. Grid (N2 / W, signal pairs).
@@ -322,26 +116,10 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_inv_kernel(PassParam
   extern __shared__ __align__(16) unsigned char smem[];
   float2* tile = reinterpret_cast<float2*>(smem);
   const int tid = threadIdx.y * blockDim.x + threadIdx.x;
-  const int col0 = blockIdx.x * W, N2 = P.N2, L = static_cast<int>(P.L), N = static_cast<int>(P.N);
+  const int col0 = blockIdx.x * W, N = static_cast<int>(P.N);
   const long long p = blockIdx.y;
   const long long b = p / P.half_D, c = 2 * (p % P.half_D);
-  const S* T = static_cast<const S*>(P.T) + p * N1 * N2;
-  {
-    constexpr int HW = W / 2, kIters = N1 * HW / nth;  // two neighbouring columns a thread
-    static_assert(kIters * nth == N1 * HW, "pass A⁻¹ load tiling");
-    float2 v0[kIters], v1[kIters];
-#pragma unroll
-    for (int it = 0; it < kIters; ++it) {
-      const int idx = tid + it * nth;
-      load_c2(T, (idx / HW) * N2 + col0 + 2 * (idx % HW), &v0[it], &v1[it]);
-    }
-#pragma unroll
-    for (int it = 0; it < kIters; ++it) {
-      const int idx = tid + it * nth, o = (idx / HW) * TW + 2 * (idx % HW);
-      tile[o] = v0[it];
-      tile[o + 1] = v1[it];
-    }
-  }
+  load_col_tile<N1, W, nth, S>(P, p, col0, tid, tile);
   __syncthreads();
   CT td[FFT::storage_size];
   const int w = threadIdx.y, n2 = col0 + w;
@@ -363,47 +141,7 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_inv_kernel(PassParam
     if (n1 < N1 / 2) tile[n1 * TW + w] = make_float2(td[i].x, td[i].y);
   }
   __syncthreads();
-  // The epilogue in the position layout: RT rows × CG neighbouring columns a thread (FillMap),
-  // the x0 gate's short convs as runs, stores contiguous along n1 across a warp.
-  using FM = FillMap<N1, W, nth>;
-  const Pos ps = pos_of(P);
-  const int r0 = tid % FM::TR, w0 = (tid / FM::TR) * FM::CG;
-  const bool is_final = P.dst == kDstFinal;
-  ConvChan xa, xb;  // the x0 gate of both channels (final step only)
-  if (is_final) {
-    xa = conv_chan(P, b, c);
-    xb = conv_chan(P, b, c + 1);
-  }
-  const long long oa = (b * P.out_rows + c) * P.Lp;  // output rows of channels c, c + 1
-#pragma unroll
-  for (int rr = 0; rr < FM::RT; ++rr) {
-    const int n1 = r0 + rr * FM::TR, t0 = n1 * N2 + col0 + w0, p0 = (col0 + w0) * ps.R + n1;
-    if (t0 >= L) continue;
-    float ga[FM::CG] = {}, gb[FM::CG] = {};
-    if (is_final) {
-      sconv_run<FM::CG>(xa, P.K, t0, L, ps, P.bf16, ga);
-      sconv_run<FM::CG>(xb, P.K, t0, L, ps, P.bf16, gb);
-    }
-#pragma unroll
-    for (int m = 0; m < FM::CG; ++m) {
-      if (t0 + m >= L) break;
-      const float2 y = tile[n1 * TW + w0 + m];
-      const long long o = oa + p0 + m * ps.R;
-      if (!is_final) {
-        float* out = static_cast<float*>(P.out);
-        out[o] = y.x;
-        out[o + P.Lp] = y.y;
-      } else if (P.bf16) {
-        __nv_bfloat16* out = static_cast<__nv_bfloat16*>(P.out);
-        out[o] = __float2bfloat16_rn(y.x * ga[m]);
-        out[o + P.Lp] = __float2bfloat16_rn(y.y * gb[m]);
-      } else {
-        __half* out = static_cast<__half*>(P.out);
-        out[o] = __float2half_rn(y.x * ga[m]);
-        out[o + P.Lp] = __float2half_rn(y.y * gb[m]);
-      }
-    }
-  }
+  col_epilogue<N1, W, nth>(P, b, c, col0, tid, tile);
 }
 
 // Row FFTs of size N2, the two rows (k1, N1−k1) of one pair per block.

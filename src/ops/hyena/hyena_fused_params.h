@@ -64,5 +64,10 @@ void launch_row(bool half, const PassParams& P, long long pairs, cudaStream_t s)
 // pass B on tensor cores for N2 = 512 (hyena_fused_row_tc.cu): prepare once at plan time.
 void prepare_row_tc();
 void launch_row_tc(bool half, bool staged, const PassParams& P, long long pairs, cudaStream_t s);
+// passes A and A⁻¹ on tensor cores for N1 = 512 (hyena_fused_col_tc.cu), W = col_tc_width()
+// columns a block: prepare once at plan time, on the plan's stream (it builds the DFT table).
+void prepare_col_tc(cudaStream_t s);
+int col_tc_width();
+void launch_col_tc(bool fwd, bool half, const PassParams& P, long long pairs, cudaStream_t s);
 
 }  // namespace longmix::fused

@@ -34,10 +34,13 @@
 #include "common/error.h"
 #include "ops/hyena/hyena_fused_params.h"
 #include "ops/hyena/mma_sm80.cuh"
+#include "ops/hyena/monarch512.cuh"
 #include "ops/hyena/real_pair.cuh"
 
 namespace longmix::fused {
 namespace {
+
+using namespace m512;
 
 constexpr int kN2 = 512;
 constexpr int kWarps = 4;  // warps a block
@@ -52,122 +55,6 @@ __device__ __forceinline__ int slot(int k) { return (k & 15) + 18 * (k >> 4); }
 // The mirror 511 − k sits at kLastSlot − slot(k).
 __device__ __forceinline__ int lane_slot(int lane) { return (lane >> 2) + 36 * (lane & 3); }
 __host__ __device__ constexpr int frag_slot(int j, int c) { return 8 * (c >> 1) + 18 * (8 * j + (c & 1)); }
-
-// The constants of one lane (g = lane / 4, q = lane % 4).
-struct Dft {
-  unsigned fr[4], fi[4];         // A fragments of W16^{m·k}: real, imaginary (forward sign)
-  unsigned br[2][4][2], bi[2][4][2];  // B fragments of W32^{k·n}, k-step s, n-tile j
-  float2 tw[4][4];               // W512^{b·k1} at the accumulator slots (n-tile j, element c)
-};
-
-__device__ __forceinline__ float2 w_of(int m, int n) {  // exp(−2πi·m/n), m reduced mod n
-  float s, c;
-  sincospif(-2.0f * float(m & (n - 1)) / float(n), &s, &c);
-  return make_float2(c, s);
-}
-__device__ __forceinline__ void pack_w(int n, int m0, int m1, unsigned* re, unsigned* im) {
-  const float2 a = w_of(m0, n), b = w_of(m1, n);
-  *re = pack_half2(a.x, b.x);
-  *im = pack_half2(a.y, b.y);
-}
-
-__device__ __forceinline__ Dft make_dft(int lane) {
-  Dft d;
-  const int g = lane >> 2, q = lane & 3;
-  // A[m][k] = W16^{m·k}: reg 0 (g, 2q..), 1 (g+8, 2q..), 2 (g, 2q+8..), 3 (g+8, 2q+8..).
-#pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const int m = g + 8 * (r & 1), k = 2 * q + 8 * (r >> 1);
-    pack_w(16, m * k, m * (k + 1), &d.fr[r], &d.fi[r]);
-  }
-  // B[k][n] = W32^{k·n}: k-step s, n-tile j; b0 at k = 16s + 2q.., b1 at k + 8, n = 8j + g.
-#pragma unroll
-  for (int s = 0; s < 2; ++s)
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int k = 16 * s + 2 * q + 8 * r, n = 8 * j + g;
-        pack_w(32, k * n, (k + 1) * n, &d.br[s][j][r], &d.bi[s][j][r]);
-      }
-  // Accumulator slot (j, c): row k1 = g + 8·(c >> 1), column b = 8j + 2q + (c & 1).
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-#pragma unroll
-    for (int c = 0; c < 4; ++c) d.tw[j][c] = w_of((g + 8 * (c >> 1)) * (8 * j + 2 * q + (c & 1)), kN2);
-  return d;
-}
-
-// Step over a (forward) or k1 (inverse): C[m][n] = Σ_k F16[m][k]·X[k][n] with X as B fragments
-// (n-tile j: xr/xi[j][0] rows 2q.., [j][1] rows 2q+8..); conj F16 for the inverse.
-template <bool Inv>
-__device__ __forceinline__ void dft16(const Dft& d, const unsigned (&xr)[4][2], const unsigned (&xi)[4][2],
-                                      float (&cr)[4][4], float (&ci)[4][4]) {
-  unsigned fi[4], fn[4];  // the imaginary part with the transform's sign, and its negation
-#pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    fi[r] = Inv ? neg_half2(d.fi[r]) : d.fi[r];
-    fn[r] = neg_half2(fi[r]);
-  }
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-#pragma unroll
-    for (int c = 0; c < 4; ++c) cr[j][c] = ci[j][c] = 0.0f;
-    mma_16816(cr[j], d.fr, xr[j][0], xr[j][1]);  // Re = Fr·Xr − Fi·Xi
-    mma_16816(cr[j], fn, xi[j][0], xi[j][1]);
-    mma_16816(ci[j], d.fr, xi[j][0], xi[j][1]);  // Im = Fr·Xi + Fi·Xr
-    mma_16816(ci[j], fi, xr[j][0], xr[j][1]);
-  }
-}
-
-// Step over b (forward) or k2 (inverse): C[m][n] = Σ_k A[m][k]·F32[k][n], A given as the
-// accumulator slots of a 16 × 32 product (n-tile j, element c), packed here into the A
-// fragments of the two k-steps; conj F32 for the inverse.
-template <bool Inv>
-__device__ __forceinline__ void dft32(const Dft& d, const float (&yr)[4][4], const float (&yi)[4][4],
-                                      float (&cr)[4][4], float (&ci)[4][4]) {
-  unsigned ar[2][4], ai[2][4], an[2][4];
-#pragma unroll
-  for (int s = 0; s < 2; ++s)
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int j = 2 * s + (r >> 1), c = 2 * (r & 1);
-      ar[s][r] = pack_half2(yr[j][c], yr[j][c + 1]);
-      ai[s][r] = pack_half2(yi[j][c], yi[j][c + 1]);
-    }
-  // Forward: Re = Ar·Br − Ai·Bi, Im = Ar·Bi + Ai·Br. Inverse (B conjugated): Re = Ar·Br + Ai·Bi,
-  // Im = Ai·Br − Ar·Bi.
-#pragma unroll
-  for (int s = 0; s < 2; ++s)
-#pragma unroll
-    for (int r = 0; r < 4; ++r) an[s][r] = neg_half2(Inv ? ar[s][r] : ai[s][r]);
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-#pragma unroll
-    for (int c = 0; c < 4; ++c) cr[j][c] = ci[j][c] = 0.0f;
-#pragma unroll
-    for (int s = 0; s < 2; ++s) {
-      mma_16816(cr[j], ar[s], d.br[s][j][0], d.br[s][j][1]);
-      mma_16816(cr[j], Inv ? ai[s] : an[s], d.bi[s][j][0], d.bi[s][j][1]);
-      mma_16816(ci[j], ai[s], d.br[s][j][0], d.br[s][j][1]);
-      mma_16816(ci[j], Inv ? an[s] : ar[s], d.bi[s][j][0], d.bi[s][j][1]);
-    }
-  }
-}
-
-template <bool Inv>
-__device__ __forceinline__ void twiddle_slots(const Dft& d, float (&cr)[4][4], float (&ci)[4][4]) {
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const float2 w = d.tw[j][c];
-      const float wi = Inv ? -w.y : w.y;
-      const float r = cr[j][c] * w.x - ci[j][c] * wi;
-      ci[j][c] = cr[j][c] * wi + ci[j][c] * w.x;
-      cr[j][c] = r;
-    }
-}
 
 __device__ __forceinline__ unsigned ld_h2(const __half2* p, int i) {
   const __half2 v = p[i];

@@ -46,7 +46,11 @@
 //       of two (taller projection batches): D = 1024, 4k 0.214 ms (wide 0.238), 16k 0.699 (0.730).
 //       v9a (six column blocks an SM, swizzled unpadded tile) was 15% slower and is not kept.
 //   v10: pass B on tensor cores at N2 = 512 (FlashFFTConv's 16 × 32 Monarch form on mma.sync,
-//       fp16 operands; hyena_fused_row_tc.cu).
+//       fp16 operands; hyena_fused_row_tc.cu): 1.086–1.090 ms at 128k (cuFFTDx rows 1.150).
+//   v11: the tensor-core row kernel with immediate fragment offsets and a mirror fast path, the
+//       regrouped spectral product: 1.051–1.053 ms at 128k (pass B 299 → 239 µs).
+//   v12: the column passes on tensor cores at N1 = 512 (hyena_fused_col_tc.cu): 1.57 ms at 128k
+//       against 1.04 with cuFFTDx columns, so not the default (ColFft::kTensor only).
 #pragma once
 #include <memory>
 #include <string>

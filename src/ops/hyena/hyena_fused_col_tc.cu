@@ -89,10 +89,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) col_tc_fwd_kernel(PassPa
       xi[j][0] = pack_half2(v0.y, v1.y);
       xr[j][1] = xi[j][1] = 0u;
     }
-    float cr[4][4], ci[4][4], Xr[4][4], Xi[4][4];
-    dft16<false>(d, xr, xi, cr, ci);
-    twiddle_slots<false>(d, cr, ci);
-    dft32<false>(d, cr, ci, Xr, Xi);
+    float Xr[4][4], Xi[4][4];
+    fwd_dft(d, xr, xi, Xr, Xi);
     __syncwarp();  // every lane's reads of column w are done (the mma are warp-wide anyway)
     const int n2 = col0 + w;
 #pragma unroll
@@ -134,19 +132,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) col_tc_inv_kernel(PassPa
         yr[j][cc] = v.x;
         yi[j][cc] = v.y;
       }
-    float ur[4][4], ui[4][4];
-    dft32<true>(d, yr, yi, ur, ui);
-    twiddle_slots<true>(d, ur, ui);
-    unsigned br[4][2], bi[4][2];
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        br[j][h] = movmatrix_trans(pack_half2(ur[j][2 * h], ur[j][2 * h + 1]));
-        bi[j][h] = movmatrix_trans(pack_half2(ui[j][2 * h], ui[j][2 * h + 1]));
-      }
     float xr[4][4], xi[4][4];
-    dft16<true>(d, br, bi, xr, xi);
+    inv_dft(d, yr, yi, xr, xi);
     __syncwarp();
     // x[32a + b] at a = g + 8h, b = 8j + 2q + e: the kept rows n1 < 256 are h = 0.
 #pragma unroll

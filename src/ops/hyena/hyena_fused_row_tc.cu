@@ -90,10 +90,8 @@ __device__ __forceinline__ void load_row(const S* row, int lane, unsigned (&xr)[
 // order).
 __device__ __forceinline__ void fwd_to_smem(const Dft& d, const unsigned (&xr)[4][2], const unsigned (&xi)[4][2],
                                             int lane, float2* out) {
-  float cr[4][4], ci[4][4], Xr[4][4], Xi[4][4];
-  dft16<false>(d, xr, xi, cr, ci);
-  twiddle_slots<false>(d, cr, ci);
-  dft32<false>(d, cr, ci, Xr, Xi);
+  float Xr[4][4], Xi[4][4];
+  fwd_dft(d, xr, xi, Xr, Xi);
   out += lane_slot(lane);
 #pragma unroll
   for (int j = 0; j < 4; ++j)
@@ -245,21 +243,8 @@ __global__ void __launch_bounds__(32 * kWarps, kStaged ? 2 : 3) row_tc_kernel(Pa
             yi[j][c] = w.y;
           }
       }
-      // Inverse: over k2 (Y's slots are the A operand as they stand), twiddle, over k1 (the
-      // twiddled slots transposed into B fragments).
-      float ur[4][4], ui[4][4];
-      dft32<true>(d, yr, yi, ur, ui);
-      twiddle_slots<true>(d, ur, ui);
-      unsigned br[4][2], bi[4][2];
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          br[j][h] = movmatrix_trans(pack_half2(ur[j][2 * h], ur[j][2 * h + 1]));
-          bi[j][h] = movmatrix_trans(pack_half2(ui[j][2 * h], ui[j][2 * h + 1]));
-        }
       float xr[4][4], xi[4][4];
-      dft16<true>(d, br, bi, xr, xi);
+      inv_dft(d, yr, yi, xr, xi);
       // x[32a + b] at a = g + 8h, b = 8j + 2q + {0, 1}: two neighbouring elements a store.
       S* out = T + (s == 0 ? r : row1) * kN2 + 32 * g + 2 * q;
 #pragma unroll

@@ -138,6 +138,33 @@ __device__ __forceinline__ void twiddle_slots(const Dft& d, float (&cr)[4][4], f
     }
 }
 
+// The forward 512-point DFT: x as B fragments → X in accumulator slots.
+__device__ __forceinline__ void fwd_dft(const Dft& d, const unsigned (&xr)[4][2], const unsigned (&xi)[4][2],
+                                        float (&Xr)[4][4], float (&Xi)[4][4]) {
+  float cr[4][4], ci[4][4];
+  dft16<false>(d, xr, xi, cr, ci);
+  twiddle_slots<false>(d, cr, ci);
+  dft32<false>(d, cr, ci, Xr, Xi);
+}
+// The inverse (unscaled): Y in accumulator slots → x[32a + b] at a = g + 8h, b = 8j + 2q + e
+// in slot (j, 2h + e). Over k2 (the slots are the A operand as they stand), twiddle, over k1 (the
+// twiddled slots transposed into B fragments).
+__device__ __forceinline__ void inv_dft(const Dft& d, const float (&yr)[4][4], const float (&yi)[4][4],
+                                        float (&xr)[4][4], float (&xi)[4][4]) {
+  float ur[4][4], ui[4][4];
+  dft32<true>(d, yr, yi, ur, ui);
+  twiddle_slots<true>(d, ur, ui);
+  unsigned br[4][2], bi[4][2];
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      br[j][h] = movmatrix_trans(pack_half2(ur[j][2 * h], ur[j][2 * h + 1]));
+      bi[j][h] = movmatrix_trans(pack_half2(ui[j][2 * h], ui[j][2 * h + 1]));
+    }
+  dft16<true>(d, br, bi, xr, xi);
+}
+
 // A lane's constants as a table in global memory, word i of lane l at t[32·i + l] (coalesced):
 // kernels that run a few transforms a block load them instead of building them (make_dft's 72
 // sincospif a lane cost more than a column's transform).

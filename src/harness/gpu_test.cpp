@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <tuple>
 
 #include "common/compare.h"
@@ -267,6 +269,42 @@ TEST(GpuHyenaFused, TensorCoreRowFftsMatchTheReference) {
     }
   }
   be->release_cached();
+}
+
+// The benchmarks' A/B switches (no GPU needed): unset keeps the given options, each spelling
+// sets its value, anything else is an error naming the variable.
+TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
+  using Split = HyenaFusedOptions::Split;
+  using RowFft = HyenaFusedOptions::RowFft;
+  using ColFft = HyenaFusedOptions::ColFft;
+  const char* names[] = {"LONGMIX_FUSED_SPLIT", "LONGMIX_FUSED_ROW", "LONGMIX_FUSED_COL", "LONGMIX_GEMM_TUNE"};
+  for (const char* n : names) unsetenv(n);
+  HyenaFusedOptions base;
+  base.tune_gemm = false;
+  const HyenaFusedOptions same = hyena_fused_options_from_env(base);
+  EXPECT_EQ(same.split, Split::kAuto);
+  EXPECT_EQ(same.row_fft, RowFft::kAuto);
+  EXPECT_EQ(same.col_fft, ColFft::kAuto);
+  EXPECT_FALSE(same.tune_gemm);
+  setenv("LONGMIX_FUSED_SPLIT", "tall", 1);
+  setenv("LONGMIX_FUSED_ROW", "direct", 1);
+  setenv("LONGMIX_FUSED_COL", "tensor", 1);
+  setenv("LONGMIX_GEMM_TUNE", "1", 1);
+  const HyenaFusedOptions set = hyena_fused_options_from_env(base);
+  EXPECT_EQ(set.split, Split::kTall);
+  EXPECT_EQ(set.row_fft, RowFft::kTensorDirect);
+  EXPECT_EQ(set.col_fft, ColFft::kTensor);
+  EXPECT_TRUE(set.tune_gemm);
+  setenv("LONGMIX_FUSED_COL", "tensr", 1);
+  try {
+    hyena_fused_options_from_env(base);
+    ADD_FAILURE() << "LONGMIX_FUSED_COL=tensr accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("LONGMIX_FUSED_COL must be one of cufftdx, auto, tensor, not 'tensr'"),
+              std::string::npos)
+        << e.what();
+  }
+  for (const char* n : names) unsetenv(n);
 }
 
 // passes A and A⁻¹'s column FFTs on tensor cores (N1 = 512: L = 100000 gives N = 2^18 = 512 × 512,

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -601,31 +602,39 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
 
 HyenaFusedPlan::~HyenaFusedPlan() = default;
 
+namespace {
+
+// The environment variable NAME as one of CHOICES (spelling, value) into *out; unset leaves *out
+// as it is, any other spelling is an error naming the variable and every choice.
+template <typename T>
+void env_choice(const char* name, std::initializer_list<std::pair<const char*, T>> choices, T* out) {
+  const char* env = std::getenv(name);
+  if (!env) return;
+  std::string known;
+  for (const auto& [spelling, value] : choices) {
+    if (std::string(spelling) == env) {
+      *out = value;
+      return;
+    }
+    known += (known.empty() ? "" : ", ") + std::string(spelling);
+  }
+  throw InvalidArgument(std::string("hyena-fused: ") + name + " must be one of " + known + ", not '" + env + "'");
+}
+
+}  // namespace
+
 HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt) {
-  if (const char* env = std::getenv("LONGMIX_FUSED_SPLIT")) {
-    const std::string v = env;
-    LONGMIX_REQUIRE(v == "tall" || v == "wide", "hyena-fused: LONGMIX_FUSED_SPLIT must be tall or wide, not '", v, "'");
-    opt.split = v == "tall" ? HyenaFusedOptions::Split::kTall : HyenaFusedOptions::Split::kWide;
-  }
-  if (const char* env = std::getenv("LONGMIX_FUSED_ROW")) {
-    const std::string v = env;
-    using RowFft = HyenaFusedOptions::RowFft;
-    LONGMIX_REQUIRE(v == "cufftdx" || v == "auto" || v == "direct",
-                    "hyena-fused: LONGMIX_FUSED_ROW must be cufftdx, auto or direct, not '", v, "'");
-    opt.row_fft = v == "auto" ? RowFft::kAuto : v == "direct" ? RowFft::kTensorDirect : RowFft::kCufftdx;
-  }
-  if (const char* env = std::getenv("LONGMIX_FUSED_COL")) {
-    const std::string v = env;
-    using ColFft = HyenaFusedOptions::ColFft;
-    LONGMIX_REQUIRE(v == "cufftdx" || v == "auto" || v == "tensor",
-                    "hyena-fused: LONGMIX_FUSED_COL must be cufftdx, auto or tensor, not '", v, "'");
-    opt.col_fft = v == "auto" ? ColFft::kAuto : v == "tensor" ? ColFft::kTensor : ColFft::kCufftdx;
-  }
-  if (const char* env = std::getenv("LONGMIX_GEMM_TUNE")) {
-    const std::string v = env;
-    LONGMIX_REQUIRE(v == "0" || v == "1", "hyena-fused: LONGMIX_GEMM_TUNE must be 0 or 1, not '", v, "'");
-    opt.tune_gemm = v == "1";
-  }
+  using Split = HyenaFusedOptions::Split;
+  using RowFft = HyenaFusedOptions::RowFft;
+  using ColFft = HyenaFusedOptions::ColFft;
+  env_choice<Split>("LONGMIX_FUSED_SPLIT", {{"tall", Split::kTall}, {"wide", Split::kWide}}, &opt.split);
+  env_choice<RowFft>("LONGMIX_FUSED_ROW",
+                     {{"cufftdx", RowFft::kCufftdx}, {"auto", RowFft::kAuto}, {"direct", RowFft::kTensorDirect}},
+                     &opt.row_fft);
+  env_choice<ColFft>("LONGMIX_FUSED_COL",
+                     {{"cufftdx", ColFft::kCufftdx}, {"auto", ColFft::kAuto}, {"tensor", ColFft::kTensor}},
+                     &opt.col_fft);
+  env_choice<bool>("LONGMIX_GEMM_TUNE", {{"0", false}, {"1", true}}, &opt.tune_gemm);
   return opt;
 }
 

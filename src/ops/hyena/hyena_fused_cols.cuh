@@ -203,25 +203,23 @@ __device__ __forceinline__ void fill_col_tile(const PassParams& P, long long b, 
                                               float2* tile) {
   constexpr int TW = W + 1;
   const int N2 = P.N2, L = static_cast<int>(P.L);
-  {
-    // Each thread: RT rows × CG neighbouring columns of the source, a warp 32 consecutive rows;
-    // every load issued before any store.
-    using FM = FillMap<N1, W, nth>;
-    const Source sa = make_source(P, b, c), sb = make_source(P, b, c + 1);
-    const Pos ps = pos_of(P);
-    const int r0 = tid % FM::TR, w0 = (tid / FM::TR) * FM::CG;
-    float xa[FM::RT][FM::CG], xb[FM::RT][FM::CG];
+  // Each thread: RT rows × CG neighbouring columns of the source, a warp 32 consecutive rows;
+  // every load issued before any store.
+  using FM = FillMap<N1, W, nth>;
+  const Source sa = make_source(P, b, c), sb = make_source(P, b, c + 1);
+  const Pos ps = pos_of(P);
+  const int r0 = tid % FM::TR, w0 = (tid / FM::TR) * FM::CG;
+  float xa[FM::RT][FM::CG], xb[FM::RT][FM::CG];
 #pragma unroll
-    for (int rr = 0; rr < FM::RT; ++rr) {
-      const int n1 = r0 + rr * FM::TR, t0 = n1 * N2 + col0 + w0, p0 = (col0 + w0) * ps.R + n1;
-      source_run<FM::CG>(sa, t0, p0, L, ps, xa[rr]);
-      source_run<FM::CG>(sb, t0, p0, L, ps, xb[rr]);
-    }
-#pragma unroll
-    for (int rr = 0; rr < FM::RT; ++rr)
-#pragma unroll
-      for (int m = 0; m < FM::CG; ++m) tile[(r0 + rr * FM::TR) * TW + w0 + m] = make_float2(xa[rr][m], xb[rr][m]);
+  for (int rr = 0; rr < FM::RT; ++rr) {
+    const int n1 = r0 + rr * FM::TR, t0 = n1 * N2 + col0 + w0, p0 = (col0 + w0) * ps.R + n1;
+    source_run<FM::CG>(sa, t0, p0, L, ps, xa[rr]);
+    source_run<FM::CG>(sb, t0, p0, L, ps, xb[rr]);
   }
+#pragma unroll
+  for (int rr = 0; rr < FM::RT; ++rr)
+#pragma unroll
+    for (int m = 0; m < FM::CG; ++m) tile[(r0 + rr * FM::TR) * TW + w0 + m] = make_float2(xa[rr][m], xb[rr][m]);
 }
 // pass A's stores: the tile's N1 rows into T (pairs, N1, N2), two neighbouring columns a
 // vector store.
@@ -244,21 +242,19 @@ __device__ __forceinline__ void load_col_tile(const PassParams& P, long long p, 
   constexpr int TW = W + 1;
   const int N2 = P.N2;
   const S* T = static_cast<const S*>(P.T) + p * N1 * N2;
-  {
-    constexpr int HW = W / 2, kIters = N1 * HW / nth;  // two neighbouring columns a thread
-    static_assert(kIters * nth == N1 * HW, "pass A⁻¹ load tiling");
-    float2 v0[kIters], v1[kIters];
+  constexpr int HW = W / 2, kIters = N1 * HW / nth;  // two neighbouring columns a thread
+  static_assert(kIters * nth == N1 * HW, "pass A⁻¹ load tiling");
+  float2 v0[kIters], v1[kIters];
 #pragma unroll
-    for (int it = 0; it < kIters; ++it) {
-      const int idx = tid + it * nth;
-      load_c2(T, (idx / HW) * N2 + col0 + 2 * (idx % HW), &v0[it], &v1[it]);
-    }
+  for (int it = 0; it < kIters; ++it) {
+    const int idx = tid + it * nth;
+    load_c2(T, (idx / HW) * N2 + col0 + 2 * (idx % HW), &v0[it], &v1[it]);
+  }
 #pragma unroll
-    for (int it = 0; it < kIters; ++it) {
-      const int idx = tid + it * nth, o = (idx / HW) * TW + 2 * (idx % HW);
-      tile[o] = v0[it];
-      tile[o + 1] = v1[it];
-    }
+  for (int it = 0; it < kIters; ++it) {
+    const int idx = tid + it * nth, o = (idx / HW) * TW + 2 * (idx % HW);
+    tile[o] = v0[it];
+    tile[o + 1] = v1[it];
   }
 }
 // pass A⁻¹'s epilogue: the tile's rows n1 < N1/2 (times below L) times the x0 gate (short

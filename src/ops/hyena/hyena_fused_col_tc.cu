@@ -55,10 +55,6 @@ __device__ __forceinline__ float2 col_twiddle(int m, int N, float scale) {
   __sincosf(float(m) * scale, &s, &c);
   return make_float2(c, s);
 }
-// Fragment slot (j, c) of a lane holds k = g + 8·(c >> 1) + 16·(8j + 2q + (c & 1)) (monarch512.cuh).
-__device__ __forceinline__ int slot_k(int g, int q, int j, int c) {
-  return g + 8 * (c >> 1) + 16 * (8 * j + 2 * q + (c & 1));
-}
 
 // pass A. Grid (N2 / W, pairs); T: (pairs, 512, N2).
 template <typename S>

@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(32 * kWarps, kStaged ? 2 : 3) row_tc_kernel(Pa
         for (int j = 0; j < 4; ++j)
 #pragma unroll
           for (int c = 0; c < 4; ++c) {
-            const int k2 = g + 8 * (c >> 1) + 16 * (8 * j + 2 * q + (c & 1));
+            const int k2 = slot_k(g, q, j, c);
             const pair::Mirror m = pair::mirror_of(0, 0, k2, kN2);
             const int o = frag_slot(j, c), po = m.ps * kRowSlots + slot(m.pk);
             const float2 w = pair::pair_filter(hs[o], Hs[po], sk).at_k(zs[o], Zs[po]);

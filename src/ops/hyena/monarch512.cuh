@@ -29,6 +29,12 @@ struct Dft {
   float2 tw[4][4];               // W512^{b·k1} at the accumulator slots (n-tile j, element c)
 };
 
+// The frequency k = k1 + 16·k2 that accumulator slot (j, c) of lane (g, q) holds after the
+// forward transform (and that the inverse takes there).
+__device__ __forceinline__ int slot_k(int g, int q, int j, int c) {
+  return g + 8 * (c >> 1) + 16 * (8 * j + 2 * q + (c & 1));
+}
+
 __device__ __forceinline__ float2 w_of(int m, int n) {  // exp(−2πi·m/n), m reduced mod n
   float s, c;
   sincospif(-2.0f * float(m & (n - 1)) / float(n), &s, &c);

@@ -168,6 +168,15 @@ std::vector<double> hyena_cuda_output(Backend& be, const Problem& p) {
   return {o.begin(), o.end()};
 }
 
+// One hyena-fused output against ref: the comparison printed as "hyena-fused WHAT: …" (for
+// bench/NOTES.md), every value finite and the relative L2 error within the layer's fp16 bound.
+void expect_fused_close(const std::vector<float>& out, const std::vector<double>& ref, const std::string& what) {
+  const auto c = compare(out, ref);
+  std::printf("hyena-fused %s: %s\n", what.c_str(), c.summary().c_str());
+  EXPECT_EQ(c.nonfinite, 0u) << what;
+  EXPECT_LE(c.rel_l2, 5e-3) << what << ": " << c.summary();
+}
+
 // The spectra between FFT passes are fp16 by default; fp32 spectra are the precision yardstick.
 // Both against the float64 reference; the errors are printed for bench/NOTES.md.
 TEST(GpuHyenaFused, Fp16AndFp32SpectraMatchTheReference) {
@@ -184,11 +193,9 @@ TEST(GpuHyenaFused, Fp16AndFp32SpectraMatchTheReference) {
         HyenaFusedOptions opt;
         opt.fp16_spectra = half;
         opt.graph = graph;
-        const auto c = compare(fused_output(p, tc.ctx, opt), ref);
-        std::printf("hyena-fused L=%lld spectra=%s graph=%d: %s\n", static_cast<long long>(w.L),
-                    half ? "fp16" : "fp32", int(graph), c.summary().c_str());
-        EXPECT_EQ(c.nonfinite, 0u);
-        EXPECT_LE(c.rel_l2, 5e-3) << (half ? "fp16" : "fp32") << " spectra: " << c.summary();
+        expect_fused_close(fused_output(p, tc.ctx, opt), ref,
+                           "L=" + std::to_string(w.L) + " spectra=" + (half ? "fp16" : "fp32") +
+                               " graph=" + std::to_string(int(graph)));
       }
     }
   }
@@ -217,12 +224,9 @@ TEST(GpuHyenaFused, WideAndTallSplitsMatchTheReference) {
       const bool exact = L <= 4096;
       const std::vector<double> ref = exact ? reference_output(p) : hyena_cuda_output(*be, p);
       for (const int i : {0, 1}) {
-        const auto c = compare(out[i], ref);
-        const char* name = i ? "tall" : "wide";
-        std::printf("hyena-fused D=%d L=%lld split=%s vs %s: %s\n", 64 * H, static_cast<long long>(L), name,
-                    exact ? "float64" : "hyena-cuda", c.summary().c_str());
-        EXPECT_EQ(c.nonfinite, 0u) << name;
-        EXPECT_LE(c.rel_l2, 5e-3) << name << " split, D=" << 64 * H << " L=" << L << ": " << c.summary();
+        expect_fused_close(out[i], ref,
+                           "D=" + std::to_string(64 * H) + " L=" + std::to_string(L) + " split=" +
+                               (i ? "tall" : "wide") + " vs " + (exact ? "float64" : "hyena-cuda"));
       }
     }
   }
@@ -248,12 +252,10 @@ TEST(GpuHyenaFused, TensorCoreRowFftsMatchTheReference) {
         HyenaFusedOptions opt;
         opt.fp16_spectra = half;
         opt.row_fft = row;
-        const auto c = compare(fused_output(p, tc.ctx, opt), ref);
         const char* name = row == RowFft::kTensor ? "tensor" : row == RowFft::kTensorDirect ? "tensor-direct" : "cufftdx";
-        std::printf("hyena-fused L=%lld spectra=%s rows=%s vs hyena-cuda: %s\n", static_cast<long long>(L),
-                    half ? "fp16" : "fp32", name, c.summary().c_str());
-        EXPECT_EQ(c.nonfinite, 0u) << name;
-        EXPECT_LE(c.rel_l2, 5e-3) << name << " rows, L=" << L << ": " << c.summary();
+        expect_fused_close(fused_output(p, tc.ctx, opt), ref,
+                           "L=" + std::to_string(L) + " spectra=" + (half ? "fp16" : "fp32") + " rows=" + name +
+                               " vs hyena-cuda");
       }
     }
   }
@@ -330,13 +332,10 @@ TEST(GpuHyenaFused, TensorCoreColumnFftsMatchTheReference) {
           opt.fp16_spectra = half;
           opt.col_fft = col;
           opt.row_fft = row;
-          const auto c = compare(fused_output(p, tc.ctx, opt), ref);
-          const char* cname = col == ColFft::kTensor ? "tensor" : "cufftdx";
-          const char* rname = row == RowFft::kAuto ? "auto" : "cufftdx";
-          std::printf("hyena-fused L=%lld spectra=%s cols=%s rows=%s vs hyena-cuda: %s\n", static_cast<long long>(L),
-                      half ? "fp16" : "fp32", cname, rname, c.summary().c_str());
-          EXPECT_EQ(c.nonfinite, 0u) << cname << " columns, " << rname << " rows";
-          EXPECT_LE(c.rel_l2, 5e-3) << cname << " columns, " << rname << " rows, L=" << L << ": " << c.summary();
+          expect_fused_close(fused_output(p, tc.ctx, opt), ref,
+                             "L=" + std::to_string(L) + " spectra=" + (half ? "fp16" : "fp32") +
+                                 " cols=" + (col == ColFft::kTensor ? "tensor" : "cufftdx") +
+                                 " rows=" + (row == RowFft::kAuto ? "auto" : "cufftdx") + " vs hyena-cuda");
         }
       }
     }

@@ -42,6 +42,8 @@
 #            tests, bench_hyena_fused at $COLTC_L (D = 256 and 1024, two rounds), ncu kernel times
 #            at 128k, memcheck/racecheck of the column kernels alone
 #   sanitizeflash  memcheck/racecheck on two flash-own shapes (every variant)
+#   persist  the flash-own tests and sanitizers, then bench_flash_own of the -persist variants
+#            beside the launched grids ($PERSIST_IMPLS) at $FLASH_BENCH_L, two rounds
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
 #   flashncu  ncu sections (warp stalls, scheduler, pipes) of flash-own's ws-128x128-pp-e4 and of
 #            cuDNN's kernel at 32k, H = 4, d = 64, causal (one launch each)
@@ -190,6 +192,18 @@ for stage in "$@"; do
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_flash.log | sort | uniq -c | tee -a $LOG
       grep -B3 -A3 "Failure" $OUT/gpu_test_flash.log | head -40 | tee -a $LOG
       timeout 200 $B/bench_flash_own ${FLASH_BENCH_L:-4096,16384,32768,131072} fp16 d64 2>&1 | tee $OUT/bench_flash_own.txt | tee -a $LOG
+      ;;
+    persist)  # the flash-own tests, sanitizers, and the persistent grid against the launched one (two rounds)
+      timeout 240 $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*' > $OUT/gpu_test_flash.log 2>&1
+      echo "flash-own tests rc=$?" | tee -a $LOG
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_flash.log | sort | uniq -c | tee -a $LOG
+      grep -B3 -A3 "Failure" $OUT/gpu_test_flash.log | head -40 | tee -a $LOG
+      sanitize 'Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/0:Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/7' flash
+      for round in 1 2; do
+        timeout 200 $B/bench_flash_own ${FLASH_BENCH_L:-4096,8192,16384,32768,131072} fp16 all \
+          ${PERSIST_IMPLS:-flash-cudnn,ws-128x128,ws-128x128-pp,ws-128x128-pp-e4,ws-128x128-pp-split,ws-128x128-persist,ws-128x128-pp-persist} \
+          2>&1 | tee -a $OUT/bench_flash_persist.txt | tee -a $LOG
+      done
       ;;
     flashbench)  # every shape; the SM clock and power sampled every 100 ms alongside
       nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 100 > $OUT/clocks.csv &

@@ -755,17 +755,21 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) flash_fwd_wgmma_
 // registers: producer 24, consumers 240 (24·128 + 240·256 = 64512 = 168·384). kPingPong orders the two
 // consumers' matrix products with two named barriers (one's products issue while the other runs its
 // softmax), FlashAttention-3's inter-warpgroup overlap.
-template <int kHeadDim_, int kStages_, bool kPingPong_, int kPolyEvery_ = 0>
+template <int kHeadDim_, int kStages_, bool kPingPong_, int kPolyEvery_ = 0, bool kPersist_ = false>
 struct WsTraits {
   static constexpr int kHeadDim = kHeadDim_, kStages = kStages_;
   static constexpr bool kPingPong = kPingPong_;
   static constexpr int kPolyEvery = kPolyEvery_;  // every kPolyEvery-th column group's exp2 on the FMA pipe
+  static constexpr bool kPersist = kPersist_;     // one CTA per SM looping over items (PersistPlan)
+  static constexpr int kQBufs = kPersist ? 2 : 1;  // the next item's Q loads while this one runs
   static constexpr int kConsumers = 2;
   static constexpr int kBlockM = 64 * kConsumers, kBlockN = 128;
   static constexpr int kThreads = 128 * (kConsumers + 1);
   static constexpr int kTileQ = kBlockM * kHeadDim * 2, kTileKV = kBlockN * kHeadDim * 2;
-  static constexpr int kBarBytes = 8 * (1 + 4 * kStages) + 8;  // mbarriers + the split merge's flag
-  static constexpr int kSmemBytes = kTileQ + 2 * kStages * kTileKV + kBarBytes + 1024;  // + alignment slack
+  // mbarriers (Q full and, persistent, Q empty per buffer; K/V full and empty per stage), then the
+  // split merge's flag or the persistent grid's item per Q buffer
+  static constexpr int kBarBytes = 8 * (2 * kQBufs + 4 * kStages) + 8;
+  static constexpr int kSmemBytes = kQBufs * kTileQ + 2 * kStages * kTileKV + kBarBytes + 1024;  // + alignment slack
   static_assert(kHeadDim == 64 || kHeadDim == 128, "one or two 64-column sub-tiles");
 };
 
@@ -827,55 +831,94 @@ struct SplitPlan {
 };
 struct NoSplit {};
 
+// Persistent grid (-persist variants): one CTA per SM works through the (query block, b·h) items,
+// longest first (causal), CTA x starting with item x and fetching the next from a counter in the
+// workspace (atomicAdd), so the SMs stay even as a launch of one CTA per item would keep them;
+// what it adds is that the producer loads the next item's Q (double-buffered) and first K/V tiles
+// while the consumers finish this one and store it. The last CTA to leave zeroes the counters
+// again, so the workspace needs zeroing once only.
+struct PersistPlan {
+  int n_items, bh, num_m;
+  unsigned* counter;  // [0]: items handed out past the first gridDim.x, [1]: CTAs done
+};
+
+// Item j of a persistent grid: query block (longest first when causal) and b·h.
+template <bool kCausal>
+__device__ __forceinline__ void persist_item(const PersistPlan& plan, int j, int& m_block, int& bh) {
+  const int m = j / plan.bh;
+  m_block = kCausal ? plan.num_m - 1 - m : m;
+  bh = j % plan.bh;
+}
+
 template <class Tr, typename T, bool kCausal, bool kSplit>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     flash_fwd_ws_kernel(const __grid_constant__ TmaMaps maps, const KernelParams p,
-                        const __grid_constant__ std::conditional_t<kSplit, SplitPlan, NoSplit> plan) {
+                        const __grid_constant__ std::conditional_t<kSplit, SplitPlan,
+                                                                   std::conditional_t<Tr::kPersist, PersistPlan, NoSplit>>
+                            plan) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kD = Tr::kHeadDim, kBM = Tr::kBlockM, kBN = Tr::kBlockN, kS = Tr::kStages;
+  constexpr bool kPersist = Tr::kPersist;
+  constexpr int kQB = Tr::kQBufs;
+  static_assert(!(kSplit && kPersist), "a persistent grid is not cut over keys");
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;  // swizzle atoms 1024-aligned
-  const std::uint32_t sQ = base, sK0 = sQ + Tr::kTileQ, sV0 = sK0 + kS * Tr::kTileKV;
+  const std::uint32_t sQ0 = base, sK0 = sQ0 + kQB * Tr::kTileQ, sV0 = sK0 + kS * Tr::kTileKV;
   const std::uint32_t bars = sV0 + kS * Tr::kTileKV;
-  const std::uint32_t barQ = bars;
-  auto full_k = [&](int st) { return bars + 8 * (1 + st); };
-  auto full_v = [&](int st) { return bars + 8 * (1 + kS + st); };
+  auto sQ = [&](int qb) { return sQ0 + qb * Tr::kTileQ; };
+  auto full_q = [&](int qb) { return bars + 8 * qb; };
+  auto full_k = [&](int st) { return bars + 8 * (kQB + st); };
+  auto full_v = [&](int st) { return bars + 8 * (kQB + kS + st); };
   // K and V stages are released separately: K(t) once S(t) is in, V(t) once PV(t) is, so with two
   // stages K(t + 2) loads during iteration t and V(t + 2) during iteration t + 1.
-  auto empty_k = [&](int st) { return bars + 8 * (1 + 2 * kS + st); };
-  auto empty_v = [&](int st) { return bars + 8 * (1 + 3 * kS + st); };
+  auto empty_k = [&](int st) { return bars + 8 * (kQB + 2 * kS + st); };
+  auto empty_v = [&](int st) { return bars + 8 * (kQB + 3 * kS + st); };
+  auto empty_q = [&](int qb) { return bars + 8 * (kQB + 4 * kS + qb); };  // persistent grids only
   auto sK = [&](int st) { return sK0 + st * Tr::kTileKV; };
   auto sV = [&](int st) { return sV0 + st * Tr::kTileKV; };
+  // After the barriers: the split merge's flag, or the items of the Q buffers (-1: no more).
+  unsigned char* const tail = smem_raw + (bars + 8 * (2 * kQB + 4 * kS) - smem_addr(smem_raw));
+  volatile int* const item_of = reinterpret_cast<volatile int*>(tail);
 
   const int tid = threadIdx.x, wg = tid / 128;
-  // The key tiles this CTA visits: [t_begin, t_begin + n_tiles) of its block's n_blocks, counted
-  // from the diagonal down (tile t covers keys from n0_of(t)).
-  BlockCoords c;
-  int t_begin = 0, n_tiles, chunk_idx = 0, n_chunks = 1, m_block = 0, bh = 0;
-  if constexpr (kSplit) {
-    const std::uint32_t it = plan.item[blockIdx.x / plan.bh];
-    m_block = static_cast<int>(it >> 16);
-    chunk_idx = static_cast<int>(it & 0xffffu);
-    bh = static_cast<int>(blockIdx.x % plan.bh);
-    c = block_coords_at<kD, kBM, kBN, kCausal>(p, m_block, bh);
-    t_begin = chunk_idx * plan.chunk;
-    n_tiles = min(plan.chunk, c.n_blocks - t_begin);
-    n_chunks = (c.n_blocks + plan.chunk - 1) / plan.chunk;
-  } else {
-    c = block_coords<kD, kBM, kBN, kCausal>(p);
-    n_tiles = c.n_blocks;
-  }
-  const int m0 = c.m0, n_blocks = c.n_blocks;
-  auto n0_of = [&](int i) { return (n_blocks - 1 - t_begin - i) * kBN; };  // i-th tile of this CTA
+  // The key tiles a CTA visits for one item: [t_begin, t_begin + n_tiles) of its block's n_blocks,
+  // counted from the diagonal down (tile t covers keys from (n_blocks - 1 - t) · kBN).
+  struct Work {
+    BlockCoords c;
+    int t_begin = 0, n_tiles = 0, chunk_idx = 0, n_chunks = 1, m_block = 0, bh = 0;
+  };
+  auto work_of = [&](int item) {
+    Work w;
+    if constexpr (kSplit) {
+      const std::uint32_t it = plan.item[blockIdx.x / plan.bh];
+      w.m_block = static_cast<int>(it >> 16);
+      w.chunk_idx = static_cast<int>(it & 0xffffu);
+      w.bh = static_cast<int>(blockIdx.x % plan.bh);
+      w.c = block_coords_at<kD, kBM, kBN, kCausal>(p, w.m_block, w.bh);
+      w.t_begin = w.chunk_idx * plan.chunk;
+      w.n_tiles = min(plan.chunk, w.c.n_blocks - w.t_begin);
+      w.n_chunks = (w.c.n_blocks + plan.chunk - 1) / plan.chunk;
+    } else if constexpr (kPersist) {
+      persist_item<kCausal>(plan, item, w.m_block, w.bh);
+      w.c = block_coords_at<kD, kBM, kBN, kCausal>(p, w.m_block, w.bh);
+      w.n_tiles = w.c.n_blocks;
+    } else {
+      w.c = block_coords<kD, kBM, kBN, kCausal>(p);
+      w.n_tiles = w.c.n_blocks;
+    }
+    return w;
+  };
 
   if (tid == 0) {
-    mbar_init(barQ, 1);
+    for (int qb = 0; qb < kQB; ++qb) mbar_init(full_q(qb), 1);
     for (int st = 0; st < kS; ++st) {
       mbar_init(full_k(st), 1);
       mbar_init(full_v(st), 1);
       mbar_init(empty_k(st), Tr::kConsumers * 128);
       mbar_init(empty_v(st), Tr::kConsumers * 128);
     }
+    if constexpr (kPersist)
+      for (int qb = 0; qb < kQB; ++qb) mbar_init(empty_q(qb), Tr::kConsumers * 128);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
@@ -883,17 +926,42 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   if (wg == 0) {  // producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
     if (tid == 0) {
-      mbar_expect_tx(barQ, Tr::kTileQ);
-      tma_tile<kD, kBM>(sQ, &maps.q, barQ, c.h, m0, c.b);
-      for (int i = 0; i < n_tiles; ++i) {
-        const int st = i % kS, free_parity = ((i / kS) & 1) ^ 1;  // a fresh barrier passes parity 1
-        mbar_wait(empty_k(st), free_parity);
-        mbar_expect_tx(full_k(st), Tr::kTileKV);
-        tma_tile<kD, kBN>(sK(st), &maps.k, full_k(st), c.h, n0_of(i), c.b);
-        mbar_wait(empty_v(st), free_parity);
-        mbar_expect_tx(full_v(st), Tr::kTileKV);
-        tma_tile<kD, kBN>(sV(st), &maps.v, full_v(st), c.h, n0_of(i), c.b);
+      int item = static_cast<int>(blockIdx.x), kv = 0;  // kv: key tiles issued so far (ring position)
+      for (int q_it = 0;; ++q_it) {
+        const int qb = kPersist ? q_it & 1 : 0;
+        int next = 0;
+        if constexpr (kPersist) {
+          mbar_wait(empty_q(qb), ((q_it >> 1) & 1) ^ 1);  // a fresh barrier passes parity 1
+          if (item >= plan.n_items) {
+            item_of[qb] = -1;
+            mbar_arrive(full_q(qb));
+            break;
+          }
+          item_of[qb] = item;
+          next = static_cast<int>(gridDim.x + atomicAdd(plan.counter, 1u));  // used after this item's copies
+        }
+        const Work w = work_of(item);
+        auto n0 = [&](int i) { return (w.c.n_blocks - 1 - w.t_begin - i) * kBN; };
+        mbar_expect_tx(full_q(qb), Tr::kTileQ);
+        tma_tile<kD, kBM>(sQ(qb), &maps.q, full_q(qb), w.c.h, w.c.m0, w.c.b);
+        for (int i = 0; i < w.n_tiles; ++i) {
+          const int g = kv + i, st = g % kS, free_parity = ((g / kS) & 1) ^ 1;
+          mbar_wait(empty_k(st), free_parity);
+          mbar_expect_tx(full_k(st), Tr::kTileKV);
+          tma_tile<kD, kBN>(sK(st), &maps.k, full_k(st), w.c.h, n0(i), w.c.b);
+          mbar_wait(empty_v(st), free_parity);
+          mbar_expect_tx(full_v(st), Tr::kTileKV);
+          tma_tile<kD, kBN>(sV(st), &maps.v, full_v(st), w.c.h, n0(i), w.c.b);
+        }
+        if constexpr (!kPersist) break;
+        kv += w.n_tiles;
+        item = next;
       }
+      if constexpr (kPersist)
+        if (atomicAdd(plan.counter + 1, 1u) == gridDim.x - 1) {  // every CTA has fetched its last item
+          plan.counter[0] = 0u;
+          plan.counter[1] = 0u;
+        }
     }
     return;
   }
@@ -901,11 +969,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   const int cw = wg - 1, warp_in_wg = (tid / 32) % 4, lane = tid % 32, g = lane / 4;
   const int L = p.L;
-  const int row_base = m0 + cw * 64 + warp_in_wg * 16;  // this warp's first row
-  const std::uint32_t sQ_wg = sQ + cw * 64 * 128;
   // Ping-pong: consumer cw issues its products after bar.sync on barrier 1 + cw, then lets the
-  // other one go (bar.arrive on its barrier); consumer 1 opens with consumer 0's first turn and
-  // skips its last hand-over, so every barrier completes as often as it is waited on.
+  // other one go (bar.arrive on its barrier); consumer 1 opens each item with consumer 0's first
+  // turn and skips its last hand-over, so every barrier completes as often as it is waited on.
   constexpr int kPP = 2 * 128;
   auto turn_begin = [&]() {
     if constexpr (Tr::kPingPong) named_sync(1 + cw, kPP);
@@ -914,118 +980,138 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     if constexpr (Tr::kPingPong)
       if (!(last && cw == 1)) named_arrive(1 + (cw ^ 1), kPP);
   };
-  if constexpr (Tr::kPingPong)
-    if (cw == 1) named_arrive(1, kPP);
-
-  float o[kD / 2];
-#pragma unroll
-  for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
-  float row_m[2] = {-INFINITY, -INFINITY}, row_l[2] = {0.0f, 0.0f}, corr[2];
-  float s[64];
-  std::uint32_t pa[8][4];
-
-  // Descriptors once; a stage is an offset. At d = 64, P alternates between pa and pb (the loop
-  // runs two iterations per trip), so no register copy is needed; at d = 128 that leaves too
-  // few registers (ptxas spills 112-172 bytes), and the next P is moved into pa (take_p).
-  const DescBase dq = desc_qk(sQ_wg), dk0 = desc_qk(sK0), dv0 = desc_v<Tr>(sV0);
+  const DescBase dk0 = desc_qk(sK0), dv0 = desc_v<Tr>(sV0);
   auto dk = [&](int st) { return desc_add(dk0, st * Tr::kTileKV); };
   auto dv = [&](int st) { return desc_add(dv0, st * Tr::kTileKV); };
-  std::uint32_t pb[8][4];
-  mbar_wait(barQ, 0);
-  mbar_wait(full_k(0), 0);
-  turn_begin();
-  issue_qk_desc<Tr, T>(s, dq, dk(0));
-  turn_end(false);
-  wgmma_wait<0>();
-  fence_regs(s);
-  mbar_arrive(empty_k(0));
-  softmax_tile<Tr, T, kCausal, Tr::kPolyEvery, true>(s, pa, row_m, row_l, corr, n0_of(0), row_base, L, m0, p.scale_log2);
-  // Iteration i: PV(i) with pc and QKᵀ(i + 1) issued, the softmax of i + 1 into pn under PV(i).
-  constexpr bool kAlternate = kD == 64;
-  auto step = [&](int i, std::uint32_t (&pc)[8][4], std::uint32_t (&pn)[8][4]) {
-    const bool next = i + 1 < n_tiles;
-    const int st = i % kS, st1 = (i + 1) % kS;
-    if (next) mbar_wait(full_k(st1), ((i + 1) / kS) & 1);
-    mbar_wait(full_v(st), (i / kS) & 1);
-    turn_begin();
-    if (next) issue_qk_desc<Tr, T>(s, dq, dk(st1));
-    issue_pv_desc<Tr, T>(o, pc, dv(st));
-    turn_end(!next);
-    if (next) {
-      wgmma_wait<1>();  // S(i+1) is in; PV(i) may still run
-      fence_regs(s);
-      mbar_arrive(empty_k(st1));
-      softmax_tile<Tr, T, kCausal, Tr::kPolyEvery, true>(s, pn, row_m, row_l, corr, n0_of(i + 1), row_base, L, m0,
-                                                         p.scale_log2);
-      finish_pv<kD, true>(o, corr);
-      if constexpr (!kAlternate) take_p(pc, pn);
-    } else {
-      wgmma_wait<0>();
-      fence_regs(o);
-    }
-    mbar_arrive(empty_v(st));
-  };
-  int i = 0;
-  if constexpr (kAlternate)
-    for (; i + 1 < n_tiles; i += 2) {
-      step(i, pa, pb);
-      step(i + 1, pb, pa);
-    }
-  for (; i < n_tiles; ++i) step(i, pa, pb);
 
-  float l[2] = {quad_sum(row_l[0]), quad_sum(row_l[1])};
-  if constexpr (kSplit) {
-    if (n_chunks > 1) {
-      // This chunk's slot, then the count; the last chunk merges every other slot.
-      const int ctid = tid - 128;
-      const std::int64_t tile = static_cast<std::int64_t>(bh) * plan.num_m + m_block;
-      constexpr int kSlotF4 = (kD / 8 + 1) * 256;
-      float4* slots = reinterpret_cast<float4*>(plan.part) + tile * plan.s_max * kSlotF4;
-      float4* mine = slots + chunk_idx * kSlotF4;
+  int kv = 0;  // key tiles consumed so far (ring position)
+  for (int q_it = 0;; ++q_it) {
+    const int qb = kPersist ? q_it & 1 : 0;
+    mbar_wait(full_q(qb), (q_it >> 1) & 1);
+    int item = 0;
+    if constexpr (kPersist) {
+      item = item_of[qb];
+      if (item < 0) break;
+    }
+    const Work w = work_of(item);
+    const BlockCoords& c = w.c;
+    const int m0 = c.m0, n_blocks = c.n_blocks, t_begin = w.t_begin, n_tiles = w.n_tiles;
+    auto n0_of = [&](int i) { return (n_blocks - 1 - t_begin - i) * kBN; };  // i-th tile of this item
+    const int row_base = m0 + cw * 64 + warp_in_wg * 16;  // this warp's first row
+    if constexpr (Tr::kPingPong)
+      if (cw == 1) named_arrive(1, kPP);
+
+    float o[kD / 2];
 #pragma unroll
-      for (int j = 0; j < kD / 8; ++j) mine[j * 256 + ctid] = make_float4(o[j * 4], o[j * 4 + 1], o[j * 4 + 2], o[j * 4 + 3]);
-      mine[(kD / 8) * 256 + ctid] = make_float4(row_m[0], l[0], row_m[1], l[1]);
-      __threadfence();
-      named_sync(3, 256);
-      volatile std::uint32_t* flag = reinterpret_cast<volatile std::uint32_t*>(smem_raw + (bars + Tr::kBarBytes - 8 - smem_addr(smem_raw)));
-      if (ctid == 0) {
-        const unsigned before = atomicAdd(plan.count + tile, 1u);
-        const bool last = before == static_cast<unsigned>(n_chunks - 1);
-        if (last) plan.count[tile] = 0u;  // ready for the next call
-        *flag = last ? 1u : 0u;
+    for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
+    float row_m[2] = {-INFINITY, -INFINITY}, row_l[2] = {0.0f, 0.0f}, corr[2];
+    float s[64];
+    std::uint32_t pa[8][4];
+
+    // Descriptors once; a stage is an offset. At d = 64, P alternates between pa and pb (the loop
+    // runs two iterations per trip), so no register copy is needed; at d = 128 that leaves too
+    // few registers (ptxas spills 112-172 bytes), and the next P is moved into pa (take_p).
+    const DescBase dq = desc_qk(sQ(qb) + cw * 64 * 128);
+    std::uint32_t pb[8][4];
+    mbar_wait(full_k(kv % kS), (kv / kS) & 1);
+    turn_begin();
+    issue_qk_desc<Tr, T>(s, dq, dk(kv % kS));
+    turn_end(false);
+    wgmma_wait<0>();
+    fence_regs(s);
+    mbar_arrive(empty_k(kv % kS));
+    softmax_tile<Tr, T, kCausal, Tr::kPolyEvery, true>(s, pa, row_m, row_l, corr, n0_of(0), row_base, L, m0, p.scale_log2);
+    // Iteration i: PV(i) with pc and QKᵀ(i + 1) issued, the softmax of i + 1 into pn under PV(i).
+    constexpr bool kAlternate = kD == 64;
+    auto step = [&](int i, std::uint32_t (&pc)[8][4], std::uint32_t (&pn)[8][4]) {
+      const bool next = i + 1 < n_tiles;
+      const int gi = kv + i, st = gi % kS, st1 = (gi + 1) % kS;
+      if (next) mbar_wait(full_k(st1), ((gi + 1) / kS) & 1);
+      mbar_wait(full_v(st), (gi / kS) & 1);
+      turn_begin();
+      if (next) issue_qk_desc<Tr, T>(s, dq, dk(st1));
+      issue_pv_desc<Tr, T>(o, pc, dv(st));
+      turn_end(!next);
+      if (next) {
+        wgmma_wait<1>();  // S(i+1) is in; PV(i) may still run
+        fence_regs(s);
+        mbar_arrive(empty_k(st1));
+        softmax_tile<Tr, T, kCausal, Tr::kPolyEvery, true>(s, pn, row_m, row_l, corr, n0_of(i + 1), row_base, L, m0,
+                                                           p.scale_log2);
+        finish_pv<kD, true>(o, corr);
+        if constexpr (!kAlternate) take_p(pc, pn);
+      } else {
+        wgmma_wait<0>();
+        fence_regs(o);
       }
-      named_sync(3, 256);
-      if (*flag == 0u) return;
-      __threadfence();
-      for (int k = 0; k < n_chunks; ++k) {
-        if (k == chunk_idx) continue;
-        const float4* other = slots + k * kSlotF4;
-        const float4 ml = __ldcg(other + (kD / 8) * 256 + ctid);
-        const float om[2] = {ml.x, ml.z}, ol[2] = {ml.y, ml.w};
-        float a[2], b[2];
+      mbar_arrive(empty_v(st));
+    };
+    int i = 0;
+    if constexpr (kAlternate)
+      for (; i + 1 < n_tiles; i += 2) {
+        step(i, pa, pb);
+        step(i + 1, pb, pa);
+      }
+    for (; i < n_tiles; ++i) step(i, pa, pb);
+    if constexpr (kPersist) mbar_arrive(empty_q(qb));  // every product of this item is done
+    kv += n_tiles;
+
+    float l[2] = {quad_sum(row_l[0]), quad_sum(row_l[1])};
+    if constexpr (kSplit) {
+      const int chunk_idx = w.chunk_idx, n_chunks = w.n_chunks;
+      if (n_chunks > 1) {
+        // This chunk's slot, then the count; the last chunk merges every other slot.
+        const int ctid = tid - 128;
+        const std::int64_t tile = static_cast<std::int64_t>(w.bh) * plan.num_m + w.m_block;
+        constexpr int kSlotF4 = (kD / 8 + 1) * 256;
+        float4* slots = reinterpret_cast<float4*>(plan.part) + tile * plan.s_max * kSlotF4;
+        float4* mine = slots + chunk_idx * kSlotF4;
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const float m_new = fmaxf(row_m[r], om[r]);
-          const float mu = m_new == -INFINITY ? 0.0f : m_new;
-          a[r] = fast_exp2(row_m[r] - mu);
-          b[r] = fast_exp2(om[r] - mu);
-          row_m[r] = m_new;
-          l[r] = l[r] * a[r] + ol[r] * b[r];
+        for (int j = 0; j < kD / 8; ++j) mine[j * 256 + ctid] = make_float4(o[j * 4], o[j * 4 + 1], o[j * 4 + 2], o[j * 4 + 3]);
+        mine[(kD / 8) * 256 + ctid] = make_float4(row_m[0], l[0], row_m[1], l[1]);
+        __threadfence();
+        named_sync(3, 256);
+        volatile std::uint32_t* flag = reinterpret_cast<volatile std::uint32_t*>(tail);
+        if (ctid == 0) {
+          const unsigned before = atomicAdd(plan.count + tile, 1u);
+          const bool last = before == static_cast<unsigned>(n_chunks - 1);
+          if (last) plan.count[tile] = 0u;  // ready for the next call
+          *flag = last ? 1u : 0u;
         }
+        named_sync(3, 256);
+        if (*flag == 0u) return;
+        __threadfence();
+        for (int k = 0; k < n_chunks; ++k) {
+          if (k == chunk_idx) continue;
+          const float4* other = slots + k * kSlotF4;
+          const float4 ml = __ldcg(other + (kD / 8) * 256 + ctid);
+          const float om[2] = {ml.x, ml.z}, ol[2] = {ml.y, ml.w};
+          float a[2], b[2];
 #pragma unroll
-        for (int j = 0; j < kD / 8; ++j) {
-          const float4 x = __ldcg(other + j * 256 + ctid);
-          o[j * 4 + 0] = o[j * 4 + 0] * a[0] + x.x * b[0];
-          o[j * 4 + 1] = o[j * 4 + 1] * a[0] + x.y * b[0];
-          o[j * 4 + 2] = o[j * 4 + 2] * a[1] + x.z * b[1];
-          o[j * 4 + 3] = o[j * 4 + 3] * a[1] + x.w * b[1];
+          for (int r = 0; r < 2; ++r) {
+            const float m_new = fmaxf(row_m[r], om[r]);
+            const float mu = m_new == -INFINITY ? 0.0f : m_new;
+            a[r] = fast_exp2(row_m[r] - mu);
+            b[r] = fast_exp2(om[r] - mu);
+            row_m[r] = m_new;
+            l[r] = l[r] * a[r] + ol[r] * b[r];
+          }
+#pragma unroll
+          for (int j = 0; j < kD / 8; ++j) {
+            const float4 x = __ldcg(other + j * 256 + ctid);
+            o[j * 4 + 0] = o[j * 4 + 0] * a[0] + x.x * b[0];
+            o[j * 4 + 1] = o[j * 4 + 1] * a[0] + x.y * b[0];
+            o[j * 4 + 2] = o[j * 4 + 2] * a[1] + x.z * b[1];
+            o[j * 4 + 3] = o[j * 4 + 3] * a[1] + x.w * b[1];
+          }
         }
       }
     }
-  }
 #pragma unroll
-  for (int r = 0; r < 2; ++r)
-    store_row_full<T, kD>(p, c, row_base + g + r * 8, l[r], row_m[r], [&](int j, int e) { return o[j * 4 + 2 * r + e]; });
+    for (int r = 0; r < 2; ++r)
+      store_row_full<T, kD>(p, c, row_base + g + r * 8, l[r], row_m[r], [&](int j, int e) { return o[j * 4 + 2 * r + e]; });
+    if constexpr (!kPersist) break;
+  }
 #else
   __trap();  // built without sm_90a: the host never selects this kernel (see wgmma_usable)
 #endif
@@ -1109,6 +1195,8 @@ int sm_count() {
   return n;
 }
 
+constexpr std::size_t kPersistWorkspaceBytes = 2 * sizeof(unsigned);  // PersistPlan::counter
+
 std::size_t split_slot_bytes(int d) { return static_cast<std::size_t>(d / 8 + 1) * 256 * 16; }
 std::size_t split_part_bytes(const FlashSplitPlan& sp, std::int64_t bh, int d) {
   return static_cast<std::size_t>(bh) * sp.num_m * sp.s_max * split_slot_bytes(d);
@@ -1146,9 +1234,27 @@ void dispatch_ws(const KernelParams& kp, const AttentionParams& p, const FlashOw
       return;
     }
   }
-  with_types(t, p.causal, [&](auto x, auto causal) {
-    launch_grid<flash_fwd_ws_kernel<Tr, decltype(x), decltype(causal)::value, false>, Tr>(p, s, maps, kp, NoSplit{});
-  });
+  if constexpr (Tr::kPersist) {
+    LONGMIX_REQUIRE(a.workspace && a.workspace_bytes >= kPersistWorkspaceBytes, "flash-own: a -persist call needs ",
+                    kPersistWorkspaceBytes, " bytes of zeroed workspace (flash_own_workspace), got ", a.workspace_bytes);
+    LONGMIX_REQUIRE(a.max_ctas >= 0, "flash-own: max_ctas must be >= 0 (0: one CTA per SM), got ", a.max_ctas);
+    PersistPlan plan;
+    plan.bh = static_cast<int>(p.B * p.H);
+    plan.num_m = static_cast<int>((p.L + Tr::kBlockM - 1) / Tr::kBlockM);
+    const std::int64_t n_items = static_cast<std::int64_t>(plan.bh) * plan.num_m;
+    LONGMIX_REQUIRE(n_items < (1ll << 31) - 2 * sm_count(), "flash-own: too many (query block, b·h) items for -persist");
+    plan.n_items = static_cast<int>(n_items);
+    plan.counter = static_cast<unsigned*>(a.workspace);
+    const int ctas = a.max_ctas > 0 ? std::min(a.max_ctas, sm_count()) : sm_count();
+    const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(ctas, n_items)));
+    with_types(t, p.causal, [&](auto x, auto causal) {
+      launch_on<flash_fwd_ws_kernel<Tr, decltype(x), decltype(causal)::value, false>, Tr>(grid, s, maps, kp, plan);
+    });
+  } else {
+    with_types(t, p.causal, [&](auto x, auto causal) {
+      launch_grid<flash_fwd_ws_kernel<Tr, decltype(x), decltype(causal)::value, false>, Tr>(p, s, maps, kp, NoSplit{});
+    });
+  }
 }
 
 // The wgmma kernels exist as sm_90a machine code only: usable on compute capability 9.0.
@@ -1192,6 +1298,10 @@ using WsD64PE2 = WsTraits<64, 2, true, 2>;
 // "-s3": a 3-stage K/V ring (112 KB of shared memory; cuDNN's kernel holds 134 KB), one more tile
 // of copy latency hidden when K/V come from DRAM rather than L2 (128k and longer).
 using WsD64PE4S3 = WsTraits<64, 3, true, 4>;
+// "-persist": one CTA per SM over every item (PersistPlan), the next item's Q double-buffered.
+using WsD64Pers = WsTraits<64, 2, false, 0, true>;
+using WsD64PPers = WsTraits<64, 2, true, 0, true>;
+using WsD128PPers = WsTraits<128, 2, true, 0, true>;
 
 // Every variant: head dim, name, whether it needs Hopper (wgmma, TMA), launcher. Listed in the
 // order flash_own_variants returns them; the first of a head dim is the default.
@@ -1210,6 +1320,8 @@ const Variant kVariants[] = {
     {64, "ws-128x128", true, dispatch_ws<WsD64, false>},
     {64, "ws-128x128-pp-e4-split", true, dispatch_ws<WsD64PE4, true>},
     {64, "ws-128x128-pp-e4-s3", true, dispatch_ws<WsD64PE4S3, false>},
+    {64, "ws-128x128-persist", true, dispatch_ws<WsD64Pers, false>},
+    {64, "ws-128x128-pp-persist", true, dispatch_ws<WsD64PPers, false>},
     {64, "wgmma-64x128-ovl", true, dispatch<WgD64C, true>},
     {64, "wgmma-64x128", true, dispatch<WgD64D, true>},
     {64, "wgmma-128x128-ovl", true, dispatch<WgD64B, true>},
@@ -1219,6 +1331,7 @@ const Variant kVariants[] = {
     {64, "mma-128x64w8", false, dispatch<MmaD64C, false>},
     {128, "ws-128x128-pp", true, dispatch_ws<WsD128P, false>},
     {128, "ws-128x128-pp-split", true, dispatch_ws<WsD128P, true>},
+    {128, "ws-128x128-pp-persist", true, dispatch_ws<WsD128PPers, false>},
     {128, "wgmma-128x128-ovl", true, dispatch<WgD128B, true>},
     {128, "wgmma-128x128", true, dispatch<WgD128A, true>},
     {128, "mma-128x64w8", false, dispatch<MmaD128A, false>},
@@ -1236,7 +1349,11 @@ std::string flash_own_unsupported(const AttentionParams& p, DType t) {
 }
 
 namespace {
-bool is_split(const std::string& v) { return v.size() > 6 && v.compare(v.size() - 6, 6, "-split") == 0; }
+bool ends_with(const std::string& v, const std::string& tail) {
+  return v.size() > tail.size() && v.compare(v.size() - tail.size(), tail.size(), tail) == 0;
+}
+bool is_split(const std::string& v) { return ends_with(v, "-split"); }
+bool is_persist(const std::string& v) { return ends_with(v, "-persist"); }
 // The first variant of p's head dim (the one "" names).
 std::string default_variant(const AttentionParams& p) {
   const auto v = flash_own_variants(p);
@@ -1282,6 +1399,7 @@ FlashSplitPlan flash_own_split_plan(const AttentionParams& p, int n_sm) {
 std::size_t flash_own_workspace_bytes(const AttentionParams& p, const std::string& variant) {
   if (!wgmma_usable()) return 0;
   const std::string v = variant.empty() ? default_variant(p) : variant;
+  if (is_persist(v)) return kPersistWorkspaceBytes;
   if (!is_split(v)) return 0;
   return split_workspace_bytes(flash_own_split_plan(p, sm_count()), p.B * p.H, static_cast<int>(p.d));
 }

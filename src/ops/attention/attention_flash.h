@@ -22,10 +22,13 @@ struct FlashOwnArgs {
   void* o = nullptr;
   float* lse = nullptr;
   std::int64_t ld_in = 0, ld_o = 0;
-  // Scratch of the -split variants (flash_own_workspace): zeroed before its first use, left
-  // zeroed by every call; nullptr / 0 for the other variants.
+  // Scratch of the -split and -persist variants (flash_own_workspace): zeroed before its first
+  // use, left zeroed by every call; nullptr / 0 for the other variants.
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
+  // -persist variants: at most this many CTAs (0: one per SM). The tests use a few, so that each
+  // CTA runs many items.
+  int max_ctas = 0;
 };
 
 // Empty when flash-own can run (p, t) on this device with these strides, else the reason.
@@ -35,7 +38,8 @@ std::string flash_own_unsupported(const AttentionParams& p, DType t);
 // them all, the tests check them all.
 std::vector<std::string> flash_own_variants(const AttentionParams& p);
 
-// Bytes of workspace `variant` needs for p on this device: 0 unless it is a -split variant and
+// Bytes of workspace `variant` needs for p on this device: 8 for a -persist variant (its item
+// counters); 0 unless it is a -split variant and
 // p's grid is too short to keep every SM busy (fewer query blocks of 128 rows than ~1.3 per SM
 // when causal, ~0.7 when not), then B·H · L/128 · chunks · (d/8 + 1) · 4 KB (e.g. 19 MB at L = 4k, H = 4, d = 64).
 std::size_t flash_own_workspace_bytes(const AttentionParams& p, const std::string& variant);

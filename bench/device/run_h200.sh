@@ -42,6 +42,9 @@
 #            tests, bench_hyena_fused at $COLTC_L (D = 256 and 1024, two rounds), ncu kernel times
 #            at 128k, memcheck/racecheck of the column kernels alone
 #   sanitizeflash  memcheck/racecheck on two flash-own shapes (every variant)
+#   overlap  the GpuHyenaFused and Hyena GPU tests, bench_hyena_fused with LONGMIX_FUSED_OVERLAP=off
+#            and =on alternating (two rounds, D = 256 and 1024 at $OVERLAP_L), memcheck of the
+#            overlap test
 #   persist  the flash-own tests and sanitizers, then bench_flash_own of the -persist variants
 #            beside the launched grids ($PERSIST_IMPLS) at $FLASH_BENCH_L, two rounds
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
@@ -192,6 +195,25 @@ for stage in "$@"; do
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_flash.log | sort | uniq -c | tee -a $LOG
       grep -B3 -A3 "Failure" $OUT/gpu_test_flash.log | head -40 | tee -a $LOG
       timeout 200 $B/bench_flash_own ${FLASH_BENCH_L:-4096,16384,32768,131072} fp16 d64 2>&1 | tee $OUT/bench_flash_own.txt | tee -a $LOG
+      ;;
+    overlap)  # the filter's path on a second stream against the serial order (LONGMIX_FUSED_OVERLAP), same binary, same call
+      timeout 300 $B/gpu_test --gtest_filter='GpuHyenaFused.*:HyenaFusedOptionsFromEnv.*' > $OUT/gpu_test_fused.log 2>&1
+      echo "GpuHyenaFused rc=$?" | tee -a $LOG
+      grep -E "^\[  (PASSED|FAILED) |overlap|FAILED  \]|Failure|Expected" $OUT/gpu_test_fused.log | tee -a $LOG
+      hyena_tests
+      for round in 1 2; do
+        for ov in off on; do
+          for D in 256 1024; do
+            echo "--- overlap $ov D $D round $round" | tee -a $OUT/overlap.txt
+            LONGMIX_FUSED_OVERLAP=$ov timeout 120 $B/bench_hyena_fused ${OVERLAP_L:-4096,8192,16384,32768,65536,131072} $D fused \
+              2>&1 | tee -a $OUT/overlap.txt
+          done
+        done
+      done
+      grep -E "^---|fused " $OUT/overlap.txt | tee -a $LOG
+      timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 $B/gpu_test \
+        --gtest_filter='GpuHyenaFused.OverlappedFilterPathMatchesTheSerialOne' > $OUT/sanitizer_overlap_memcheck.log 2>&1
+      echo "compute-sanitizer memcheck (overlap) rc=$? $(tail -1 $OUT/sanitizer_overlap_memcheck.log)" | tee -a $LOG
       ;;
     persist)  # the flash-own tests, sanitizers, and the persistent grid against the launched one (two rounds)
       timeout 240 $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*' > $OUT/gpu_test_flash.log 2>&1

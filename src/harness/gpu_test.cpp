@@ -233,6 +233,42 @@ TEST(GpuHyenaFused, WideAndTallSplitsMatchTheReference) {
   be->release_cached();
 }
 
+// The filter's path on a second stream (overlap) against the serial order: on by default at
+// L = 3000 (against float64), forced on at L = 40000 (auto leaves it off there; against
+// hyena-cuda); the two orders run the same kernels on the same data, so their outputs differ
+// only by the filter's last-layer GEMM (cuBLASLt without a workspace on the side stream).
+TEST(GpuHyenaFused, OverlappedFilterPathMatchesTheSerialOne) {
+  REQUIRE_GPU(be);
+  using Overlap = HyenaFusedOptions::Overlap;
+  for (const std::int64_t L : {3000, 40000}) {
+    Workload w;
+    w.op = "hyena"; w.B = 1; w.L = L; w.l_max = L; w.dtype = "fp16"; w.seed = 11;
+    Problem p = Problem::make(w);
+    p.round_to("fp16");
+    const bool exact = L <= 4096;
+    const std::vector<double> ref = exact ? reference_output(p) : hyena_cuda_output(*be, p);
+    OwnedCudaContext tc(be->allocator());
+    std::vector<float> out[2];
+    for (const Overlap ov : {Overlap::kOff, Overlap::kOn}) {
+      for (const bool graph : {true, false}) {
+        HyenaFusedOptions opt;
+        opt.overlap = ov;
+        opt.graph = graph;
+        const std::vector<float> o = fused_output(p, tc.ctx, opt);
+        expect_fused_close(o, ref,
+                           "L=" + std::to_string(L) + " overlap=" + (ov == Overlap::kOn ? "on" : "off") +
+                               " graph=" + std::to_string(int(graph)) + " vs " + (exact ? "float64" : "hyena-cuda"));
+        if (graph) out[ov == Overlap::kOn] = o;
+      }
+    }
+    const std::vector<double> off(out[0].begin(), out[0].end());
+    const auto c = compare(out[1], off);
+    std::printf("hyena-fused L=%lld overlap on vs off: %s\n", static_cast<long long>(L), c.summary().c_str());
+    EXPECT_LE(c.rel_l2, 1e-3) << c.summary();
+  }
+  be->release_cached();
+}
+
 // pass B's row FFTs on tensor cores (N2 = 512: L = 40000 gives N = 2^17 = 256 × 512, ragged;
 // L = 100000 gives 512 × 512), fp16 rows staged and direct, against cuFFTDx's, fp16 and fp32 spectra, D = 256, every output
 // against hyena-cuda (fp32 cuFFT). Asking for them where N2 is not 512 is an error.
@@ -279,7 +315,9 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   using Split = HyenaFusedOptions::Split;
   using RowFft = HyenaFusedOptions::RowFft;
   using ColFft = HyenaFusedOptions::ColFft;
-  const char* names[] = {"LONGMIX_FUSED_SPLIT", "LONGMIX_FUSED_ROW", "LONGMIX_FUSED_COL", "LONGMIX_GEMM_TUNE"};
+  using Overlap = HyenaFusedOptions::Overlap;
+  const char* names[] = {"LONGMIX_FUSED_SPLIT", "LONGMIX_FUSED_ROW", "LONGMIX_FUSED_COL", "LONGMIX_GEMM_TUNE",
+                         "LONGMIX_FUSED_OVERLAP"};
   for (const char* n : names) unsetenv(n);
   HyenaFusedOptions base;
   base.tune_gemm = false;
@@ -288,11 +326,14 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   EXPECT_EQ(same.row_fft, RowFft::kAuto);
   EXPECT_EQ(same.col_fft, ColFft::kAuto);
   EXPECT_FALSE(same.tune_gemm);
+  EXPECT_EQ(same.overlap, Overlap::kAuto);
   setenv("LONGMIX_FUSED_SPLIT", "tall", 1);
   setenv("LONGMIX_FUSED_ROW", "direct", 1);
   setenv("LONGMIX_FUSED_COL", "tensor", 1);
   setenv("LONGMIX_GEMM_TUNE", "1", 1);
+  setenv("LONGMIX_FUSED_OVERLAP", "off", 1);
   const HyenaFusedOptions set = hyena_fused_options_from_env(base);
+  EXPECT_EQ(set.overlap, Overlap::kOff);
   EXPECT_EQ(set.split, Split::kTall);
   EXPECT_EQ(set.row_fft, RowFft::kTensorDirect);
   EXPECT_EQ(set.col_fft, ColFft::kTensor);

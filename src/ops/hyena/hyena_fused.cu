@@ -260,6 +260,9 @@ struct HyenaFusedPlan::Impl {
   bool cached = false;
   bool row_tc = false;  // pass B on tensor cores (N2 = 512)
   bool col_tc = false;  // passes A and A⁻¹ on tensor cores (N1 = 512)
+  bool overlap = false;  // the filter's path on `side`, concurrent with in_proj and the signal's pass A
+  cudaStream_t side = nullptr;
+  cudaEvent_t fork = nullptr, join = nullptr;
   HyenaFusedOptions opt;
   CudaContext ctx;
   std::size_t ssz = 4;  // bytes of one stored complex value
@@ -269,9 +272,10 @@ struct HyenaFusedPlan::Impl {
   Buffer<char> w_in, w_out, b_out, b_in, sw, sb, fbias, pz, pt, deltas, mlp32, mlp16, w_last;
   int Fs = 0;      // act's row stride (halves): F rounded up to 8
   int blocks_hidden = 0, warps_hidden = 0;
-  // The arena: R0 = max(act + h, zT + Ts), R1 = max(Tf, yg) (yg only when cached), R2 = prev.
+  // The arena: R0 = max(act + h, zT + Ts) (zT + Ts + act + h when overlapping), R1 = max(Tf, yg)
+  // (yg only when cached), R2 = prev.
   Buffer<char> arena, tf_cached;
-  std::size_t off_r1 = 0, off_r2 = 0, act_bytes = 0, zt_bytes = 0;
+  std::size_t off_r1 = 0, off_r2 = 0, act_off = 0, h_off = 0, zt_bytes = 0;
   // The captured forward, for the (input, output, scope) it was captured with.
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
@@ -279,7 +283,12 @@ struct HyenaFusedPlan::Impl {
   void* g_out = nullptr;
   bool g_core = false;
 
-  ~Impl() { drop_graph(); }
+  ~Impl() {
+    drop_graph();
+    if (fork) cudaEventDestroy(fork);
+    if (join) cudaEventDestroy(join);
+    if (side) cudaStreamDestroy(side);
+  }
   void drop_graph() {
     if (exec) cudaGraphExecDestroy(exec);
     if (graph) cudaGraphDestroy(graph);
@@ -306,40 +315,64 @@ struct HyenaFusedPlan::Impl {
     return P;
   }
 
-  void launch_hidden(__half* act) {
+  void launch_hidden(__half* act, cudaStream_t s) {
     filter_hidden_kernel<<<unsigned(blocks_hidden), 32 * warps_hidden, hidden_mma_smem(cfg.emb_dim, cfg.num_inner_mlps),
-                           ctx.stream>>>(f(pz), cfg.emb_dim, L, Lp, N2, R, f(mlp32),
+                           s>>>(f(pz), cfg.emb_dim, L, Lp, N2, R, f(mlp32),
                                          reinterpret_cast<const __half*>(mlp16.data()), cfg.num_inner_mlps, F, Fs, act);
     CUDA_CHECK_LAUNCH();
   }
-  void col(bool fwd, const PassParams& P, std::int64_t pairs) {
-    if (col_tc) fused::launch_col_tc(fwd, opt.fp16_spectra, P, pairs, ctx.stream);
-    else LONGMIX_SIZE_SWITCH(N1, fused::launch_col, fwd, opt.fp16_spectra, P, pairs, ctx.stream);
+  void col(bool fwd, const PassParams& P, std::int64_t pairs, cudaStream_t s) {
+    if (col_tc) fused::launch_col_tc(fwd, opt.fp16_spectra, P, pairs, s);
+    else LONGMIX_SIZE_SWITCH(N1, fused::launch_col, fwd, opt.fp16_spectra, P, pairs, s);
   }
+  void col(bool fwd, const PassParams& P, std::int64_t pairs) { col(fwd, P, pairs, ctx.stream); }
   void row(const PassParams& P, std::int64_t pairs) {
     if (row_tc) fused::launch_row_tc(opt.fp16_spectra, opt.row_fft != HyenaFusedOptions::RowFft::kTensorDirect, P, pairs, ctx.stream);
     else LONGMIX_SIZE_SWITCH(N2, fused::launch_row, opt.fp16_spectra, P, pairs, ctx.stream);
   }
 
-  // The filter's pass-A transform (Dh/2 pairs) into tf, from the weights alone.
-  void filter_transform(void* tf, __half* act, __half* h) {
-    launch_hidden(act);
+  // The filter's pass-A transform (Dh/2 pairs) into tf, from the weights alone, on ctx.stream,
+  // or on `side` (overlap) where the last layer goes through cuBLASLt without a workspace: the
+  // one lent to the handle and to cuBLASLt is in use by in_proj at the same time.
+  void filter_transform(void* tf, __half* act, __half* h, bool on_side = false) {
+    const cudaStream_t s = on_side ? side : ctx.stream;
+    launch_hidden(act, s);
     // Column-major h (Lp, Dh) = actᵀ (Lp, F) · W_lastᵀ: row-major h (Dh, Lp), rows in the position
     // layout. fp16 operands and output, fp32 accumulation (v1–v7: fp32 act and h, TF32).
-    const float one = 1.0f, zero = 0.0f;
-    CUBLAS_CHECK(cublasGemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(Lp), int(Dh), F, &one, act, CUDA_R_16F, Fs,
-                              w_last.data(), CUDA_R_16F, F, &zero, h, CUDA_R_16F, int(Lp), CUBLAS_COMPUTE_32F,
-                              CUBLAS_GEMM_DEFAULT));
+    if (on_side) {
+      CudaContext sc = ctx;
+      sc.stream = side;
+      sc.workspace = nullptr;
+      sc.workspace_bytes = 0;
+      GemmArgs g;
+      g.ta = true; g.m = Lp; g.n = Dh; g.k = F;
+      g.A = act; g.lda = Fs;
+      g.B = w_last.data(); g.ldb = F;
+      g.D = h; g.ldd = Lp;
+      gemm_cuda(DType::kF16, g, sc);
+    } else {
+      const float one = 1.0f, zero = 0.0f;
+      CUBLAS_CHECK(cublasGemmEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(Lp), int(Dh), F, &one, act, CUDA_R_16F, Fs,
+                                w_last.data(), CUDA_R_16F, F, &zero, h, CUDA_R_16F, int(Lp), CUBLAS_COMPUTE_32F,
+                                CUBLAS_GEMM_DEFAULT));
+    }
     PassParams P = base_params();
     P.src = fused::kSrcFilter;
     P.h = h;
     P.T = tf;
-    col(true, P, Dh / 2);
+    col(true, P, Dh / 2, s);
   }
 
   // The whole forward on the stream. layer: in = u (B, L, D); core: in = z (B, L, C).
   void enqueue(const void* in, void* out, bool core) {
-    if (!cached) filter_transform(R1(), reinterpret_cast<__half*>(R0()), reinterpret_cast<__half*>(R0() + act_bytes));
+    if (!cached) {
+      if (overlap) {  // forked here, joined before the first pass B
+        CUDA_CHECK(cudaEventRecord(fork, ctx.stream));
+        CUDA_CHECK(cudaStreamWaitEvent(side, fork, 0));
+      }
+      filter_transform(R1(), reinterpret_cast<__half*>(R0() + act_off), reinterpret_cast<__half*>(R0() + h_off), overlap);
+      if (overlap) CUDA_CHECK(cudaEventRecord(join, side));
+    }
     void* zT = R0();
     void* Ts = R0() + zt_bytes;
     if (core) {
@@ -368,6 +401,7 @@ struct HyenaFusedPlan::Impl {
       P.T = Ts;
       P.Tf = Tf();
       col(true, P, B * D / 2);
+      if (overlap && o == 0) CUDA_CHECK(cudaStreamWaitEvent(ctx.stream, join, 0));
       row(P, B * D / 2);
       const bool last = o == order - 2;
       P.dst = last ? fused::kDstFinal : fused::kDstPrev;
@@ -585,8 +619,17 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   const std::size_t yg = align256(static_cast<std::size_t>(B * D * Lp) * es);
   const std::size_t prev = w.cfg.order > 2 ? align256(static_cast<std::size_t>(B * D * Lp) * 4) : 0;
   m.zt_bytes = zt;
-  m.act_bytes = act;
-  const std::size_t r0 = std::max(cache_filter ? 0 : act + h, zt + ts);
+  using Overlap = HyenaFusedOptions::Overlap;
+  m.overlap = !cache_filter && (opt.overlap == Overlap::kOn ||
+                                (opt.overlap == Overlap::kAuto && L <= HyenaFusedOptions::kOverlapMaxL));
+  if (m.overlap) {
+    CUDA_CHECK(cudaStreamCreateWithFlags(&m.side, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&m.fork, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&m.join, cudaEventDisableTiming));
+  }
+  m.act_off = m.overlap ? zt + ts : 0;
+  m.h_off = m.act_off + act;
+  const std::size_t r0 = m.overlap ? zt + ts + act + h : std::max(cache_filter ? 0 : act + h, zt + ts);
   const std::size_t r1 = cache_filter ? yg : std::max(tf, yg);
   m.off_r1 = r0;
   m.off_r2 = r0 + r1;
@@ -635,6 +678,9 @@ HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt) {
                      {{"cufftdx", ColFft::kCufftdx}, {"auto", ColFft::kAuto}, {"tensor", ColFft::kTensor}},
                      &opt.col_fft);
   env_choice<bool>("LONGMIX_GEMM_TUNE", {{"0", false}, {"1", true}}, &opt.tune_gemm);
+  using Overlap = HyenaFusedOptions::Overlap;
+  env_choice<Overlap>("LONGMIX_FUSED_OVERLAP", {{"off", Overlap::kOff}, {"auto", Overlap::kAuto}, {"on", Overlap::kOn}},
+                      &opt.overlap);
   return opt;
 }
 

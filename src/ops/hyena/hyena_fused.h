@@ -83,11 +83,19 @@ struct HyenaFusedOptions {
   // gathers need more in flight; bench/NOTES.md v12).
   enum class ColFft { kAuto, kCufftdx, kTensor };
   ColFft col_fft = ColFft::kAuto;
+  // filter=recompute: the filter's path (hidden layers, last layer, its pass A) on a second
+  // stream forked in the graph, concurrent with in_proj and the signal's pass A, joined before
+  // pass B. It costs memory: the filter's activations and h can no longer share the arena with
+  // zT and the signal's spectra (at 128k, D = 256: +80 MB). Auto: on up to L = kOverlapMaxL,
+  // where the kernels are too short to fill the GPU alone.
+  enum class Overlap { kAuto, kOff, kOn };
+  Overlap overlap = Overlap::kAuto;
+  static constexpr std::int64_t kOverlapMaxL = 32768;
 };
 
 // opt with the environment's A/B switches for benchmarks applied, read once where a plan's
 // options are built: LONGMIX_FUSED_SPLIT=wide|tall, LONGMIX_FUSED_ROW=cufftdx|auto|direct,
-// LONGMIX_FUSED_COL=cufftdx|auto|tensor,
+// LONGMIX_FUSED_COL=cufftdx|auto|tensor, LONGMIX_FUSED_OVERLAP=off|auto|on,
 // LONGMIX_GEMM_TUNE=0 (the heuristic's first choices). A value it does not know is an error.
 HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt = {});
 

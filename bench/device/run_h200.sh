@@ -223,7 +223,7 @@ for stage in "$@"; do
       sanitize 'Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/0:Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/7' flash
       for round in 1 2; do
         timeout 200 $B/bench_flash_own ${FLASH_BENCH_L:-4096,8192,16384,32768,131072} fp16 all \
-          ${PERSIST_IMPLS:-flash-cudnn,ws-128x128,ws-128x128-pp,ws-128x128-pp-e4,ws-128x128-pp-split,ws-128x128-persist,ws-128x128-pp-persist} \
+          ${PERSIST_IMPLS:-flash-cudnn,ws-128x128,ws-128x128-pp,ws-128x128-pp-split,ws-128x128-persist,ws-128x128-persist-lpt,ws-128x128-pp-persist,ws-128x128-pp-persist-lpt} \
           2>&1 | tee -a $OUT/bench_flash_persist.txt | tee -a $LOG
       done
       ;;

@@ -832,22 +832,25 @@ struct SplitPlan {
 struct NoSplit {};
 
 // Persistent grid (-persist variants): one CTA per SM works through the (query block, b·h) items,
-// longest first (causal), CTA x starting with item x and fetching the next from a counter in the
-// workspace (atomicAdd), so the SMs stay even as a launch of one CTA per item would keep them;
-// what it adds is that the producer loads the next item's Q (double-buffered) and first K/V tiles
-// while the consumers finish this one and store it. The last CTA to leave zeroes the counters
-// again, so the workspace needs zeroing once only.
+// CTA x starting with item x and fetching the next from a counter in the workspace (atomicAdd), so
+// the SMs stay even as a launch of one CTA per item would keep them; what it adds is that the
+// producer loads the next item's Q (double-buffered) and first K/V tiles while the consumers
+// finish this one and store it. The last CTA to leave zeroes the counters again, so the workspace
+// needs zeroing once only. Item order: head-major as the launched grid runs (one head's blocks,
+// longest first when causal, then the next head's: the CTAs running at once share that head's
+// K/V in L2), or (-lpt) every head's longest block first (the shortest items last, for the tail).
 struct PersistPlan {
   int n_items, bh, num_m;
+  bool head_major;
   unsigned* counter;  // [0]: items handed out past the first gridDim.x, [1]: CTAs done
 };
 
 // Item j of a persistent grid: query block (longest first when causal) and b·h.
 template <bool kCausal>
 __device__ __forceinline__ void persist_item(const PersistPlan& plan, int j, int& m_block, int& bh) {
-  const int m = j / plan.bh;
+  const int m = plan.head_major ? j % plan.num_m : j / plan.bh;
   m_block = kCausal ? plan.num_m - 1 - m : m;
-  bh = j % plan.bh;
+  bh = plan.head_major ? j / plan.num_m : j % plan.bh;
 }
 
 template <class Tr, typename T, bool kCausal, bool kSplit>
@@ -1206,7 +1209,7 @@ std::size_t split_workspace_bytes(const FlashSplitPlan& sp, std::int64_t bh, int
   return split_part_bytes(sp, bh, d) + static_cast<std::size_t>(bh) * sp.num_m * sizeof(unsigned);
 }
 
-template <class Tr, bool kSplit>
+template <class Tr, bool kSplit, bool kLpt = false>
 void dispatch_ws(const KernelParams& kp, const AttentionParams& p, const FlashOwnArgs& a, DType t, cudaStream_t s) {
   const TmaMaps maps{make_tensor_map(a.q, p, a.ld_in, t, Tr::kBlockM), make_tensor_map(a.k, p, a.ld_in, t, Tr::kBlockN),
                      make_tensor_map(a.v, p, a.ld_in, t, Tr::kBlockN)};
@@ -1244,6 +1247,7 @@ void dispatch_ws(const KernelParams& kp, const AttentionParams& p, const FlashOw
     const std::int64_t n_items = static_cast<std::int64_t>(plan.bh) * plan.num_m;
     LONGMIX_REQUIRE(n_items < (1ll << 31) - 2 * sm_count(), "flash-own: too many (query block, b·h) items for -persist");
     plan.n_items = static_cast<int>(n_items);
+    plan.head_major = !kLpt;
     plan.counter = static_cast<unsigned*>(a.workspace);
     const int ctas = a.max_ctas > 0 ? std::min(a.max_ctas, sm_count()) : sm_count();
     const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(ctas, n_items)));
@@ -1298,7 +1302,8 @@ using WsD64PE2 = WsTraits<64, 2, true, 2>;
 // "-s3": a 3-stage K/V ring (112 KB of shared memory; cuDNN's kernel holds 134 KB), one more tile
 // of copy latency hidden when K/V come from DRAM rather than L2 (128k and longer).
 using WsD64PE4S3 = WsTraits<64, 3, true, 4>;
-// "-persist": one CTA per SM over every item (PersistPlan), the next item's Q double-buffered.
+// "-persist[-lpt]": one CTA per SM over every item (PersistPlan), the next item's Q double-buffered;
+// items head-major, or (-lpt) every head's longest query block first.
 using WsD64Pers = WsTraits<64, 2, false, 0, true>;
 using WsD64PPers = WsTraits<64, 2, true, 0, true>;
 using WsD128PPers = WsTraits<128, 2, true, 0, true>;
@@ -1322,6 +1327,8 @@ const Variant kVariants[] = {
     {64, "ws-128x128-pp-e4-s3", true, dispatch_ws<WsD64PE4S3, false>},
     {64, "ws-128x128-persist", true, dispatch_ws<WsD64Pers, false>},
     {64, "ws-128x128-pp-persist", true, dispatch_ws<WsD64PPers, false>},
+    {64, "ws-128x128-persist-lpt", true, dispatch_ws<WsD64Pers, false, true>},
+    {64, "ws-128x128-pp-persist-lpt", true, dispatch_ws<WsD64PPers, false, true>},
     {64, "wgmma-64x128-ovl", true, dispatch<WgD64C, true>},
     {64, "wgmma-64x128", true, dispatch<WgD64D, true>},
     {64, "wgmma-128x128-ovl", true, dispatch<WgD64B, true>},
@@ -1332,6 +1339,7 @@ const Variant kVariants[] = {
     {128, "ws-128x128-pp", true, dispatch_ws<WsD128P, false>},
     {128, "ws-128x128-pp-split", true, dispatch_ws<WsD128P, true>},
     {128, "ws-128x128-pp-persist", true, dispatch_ws<WsD128PPers, false>},
+    {128, "ws-128x128-pp-persist-lpt", true, dispatch_ws<WsD128PPers, false, true>},
     {128, "wgmma-128x128-ovl", true, dispatch<WgD128B, true>},
     {128, "wgmma-128x128", true, dispatch<WgD128A, true>},
     {128, "mma-128x64w8", false, dispatch<MmaD128A, false>},
@@ -1353,7 +1361,7 @@ bool ends_with(const std::string& v, const std::string& tail) {
   return v.size() > tail.size() && v.compare(v.size() - tail.size(), tail.size(), tail) == 0;
 }
 bool is_split(const std::string& v) { return ends_with(v, "-split"); }
-bool is_persist(const std::string& v) { return ends_with(v, "-persist"); }
+bool is_persist(const std::string& v) { return ends_with(v, "-persist") || ends_with(v, "-persist-lpt"); }
 // The first variant of p's head dim (the one "" names).
 std::string default_variant(const AttentionParams& p) {
   const auto v = flash_own_variants(p);

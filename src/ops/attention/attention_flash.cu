@@ -49,6 +49,12 @@
 //   time). The H200 runs this kernel at its 700 W cap (1.75–1.80 GHz), so energy per tile, not
 //   issue slots, sets the pace at 128k.
 //
+// v4 "-persist[-lpt]": one CTA per SM over every (query block, b·h) item, fetched from a counter
+//   the last CTA zeroes again, the next item's Q double-buffered and its first K/V tiles loaded
+//   while this item finishes. -lpt (every head's longest block first) at 4k, H = 16: 0.85× cuDNN's
+//   time (the launched grid 1.03×); head-major -persist keeps one head's K/V shared in L2 at
+//   128k (1.00× against 1.04× for -lpt). The tuner picks per shape.
+//
 // Rejected and not yet done: see the "Rejected" notes by the traits below and bench/NOTES.md.
 #include <cuda.h>
 #include <cuda_bf16.h>

@@ -51,6 +51,9 @@
 //       regrouped spectral product: 1.051–1.053 ms at 128k (pass B 299 → 239 µs).
 //   v12: the column passes on tensor cores at N1 = 512 (hyena_fused_col_tc.cu): 1.57 ms at 128k
 //       against 1.04 with cuFFTDx columns, so not the default (ColFft::kTensor only).
+//   v13: the filter's path on a second stream beside in_proj and the signal's pass A up to
+//       L = 32k (Overlap): 4k 0.060 → 0.057 ms, 16k 0.172 → 0.164; 1.7% at 128k, not taken there
+//       (+80 MB of arena).
 #pragma once
 #include <memory>
 #include <string>

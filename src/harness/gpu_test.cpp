@@ -350,6 +350,21 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   for (const char* n : names) unsetenv(n);
 }
 
+// Where the filter's path overlaps the signal's (no GPU needed): auto up to 32k, never cached.
+TEST(HyenaFusedOverlapPolicy, AutoUpTo32kNeverWithTheFilterCached) {
+  using Overlap = HyenaFusedOptions::Overlap;
+  HyenaFusedOptions opt;
+  EXPECT_TRUE(hyena_fused_overlaps(opt, 4096, false));
+  EXPECT_TRUE(hyena_fused_overlaps(opt, 32768, false));
+  EXPECT_FALSE(hyena_fused_overlaps(opt, 32769, false));
+  EXPECT_FALSE(hyena_fused_overlaps(opt, 4096, true));
+  opt.overlap = Overlap::kOn;
+  EXPECT_TRUE(hyena_fused_overlaps(opt, 1 << 20, false));
+  EXPECT_FALSE(hyena_fused_overlaps(opt, 1 << 20, true));
+  opt.overlap = Overlap::kOff;
+  EXPECT_FALSE(hyena_fused_overlaps(opt, 4096, false));
+}
+
 // passes A and A⁻¹'s column FFTs on tensor cores (N1 = 512: L = 100000 gives N = 2^18 = 512 × 512,
 // L = 200000 gives 512 × 1024, both ragged), against cuFFTDx's, fp16 and fp32 spectra, with pass
 // B's rows on tensor cores and on cuFFTDx, D = 256, every output against hyena-cuda (fp32 cuFFT).

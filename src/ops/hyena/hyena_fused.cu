@@ -619,9 +619,7 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   const std::size_t yg = align256(static_cast<std::size_t>(B * D * Lp) * es);
   const std::size_t prev = w.cfg.order > 2 ? align256(static_cast<std::size_t>(B * D * Lp) * 4) : 0;
   m.zt_bytes = zt;
-  using Overlap = HyenaFusedOptions::Overlap;
-  m.overlap = !cache_filter && (opt.overlap == Overlap::kOn ||
-                                (opt.overlap == Overlap::kAuto && L <= HyenaFusedOptions::kOverlapMaxL));
+  m.overlap = hyena_fused_overlaps(opt, L, cache_filter);
   if (m.overlap) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&m.side, cudaStreamNonBlocking));
     CUDA_CHECK(cudaEventCreateWithFlags(&m.fork, cudaEventDisableTiming));

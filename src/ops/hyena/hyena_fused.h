@@ -102,6 +102,15 @@ struct HyenaFusedOptions {
 // LONGMIX_GEMM_TUNE=0 (the heuristic's first choices). A value it does not know is an error.
 HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt = {});
 
+// Whether a plan of length L with these options runs the filter's path on the second stream:
+// never with the filter cached (there is none per call), else as opt.overlap says (auto: L up to
+// kOverlapMaxL).
+inline bool hyena_fused_overlaps(const HyenaFusedOptions& opt, std::int64_t L, bool cache_filter) {
+  using Overlap = HyenaFusedOptions::Overlap;
+  if (cache_filter) return false;
+  return opt.overlap == Overlap::kOn || (opt.overlap == Overlap::kAuto && L <= HyenaFusedOptions::kOverlapMaxL);
+}
+
 class HyenaFusedPlan {
  public:
   HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64_t L, DType t, bool cache_filter,

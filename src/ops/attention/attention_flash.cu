@@ -896,6 +896,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     BlockCoords c;
     int t_begin = 0, n_tiles = 0, chunk_idx = 0, n_chunks = 1, m_block = 0, bh = 0;
   };
+  // The first key of an item's i-th tile (producer and consumers alike).
+  auto n0_of = [&](const Work& w, int i) { return (w.c.n_blocks - 1 - w.t_begin - i) * kBN; };
   auto work_of = [&](int item) {
     Work w;
     if constexpr (kSplit) {
@@ -950,17 +952,16 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           next = static_cast<int>(gridDim.x + atomicAdd(plan.counter, 1u));  // used after this item's copies
         }
         const Work w = work_of(item);
-        auto n0 = [&](int i) { return (w.c.n_blocks - 1 - w.t_begin - i) * kBN; };
         mbar_expect_tx(full_q(qb), Tr::kTileQ);
         tma_tile<kD, kBM>(sQ(qb), &maps.q, full_q(qb), w.c.h, w.c.m0, w.c.b);
         for (int i = 0; i < w.n_tiles; ++i) {
           const int g = kv + i, st = g % kS, free_parity = ((g / kS) & 1) ^ 1;
           mbar_wait(empty_k(st), free_parity);
           mbar_expect_tx(full_k(st), Tr::kTileKV);
-          tma_tile<kD, kBN>(sK(st), &maps.k, full_k(st), w.c.h, n0(i), w.c.b);
+          tma_tile<kD, kBN>(sK(st), &maps.k, full_k(st), w.c.h, n0_of(w, i), w.c.b);
           mbar_wait(empty_v(st), free_parity);
           mbar_expect_tx(full_v(st), Tr::kTileKV);
-          tma_tile<kD, kBN>(sV(st), &maps.v, full_v(st), w.c.h, n0(i), w.c.b);
+          tma_tile<kD, kBN>(sV(st), &maps.v, full_v(st), w.c.h, n0_of(w, i), w.c.b);
         }
         if constexpr (!kPersist) break;
         kv += w.n_tiles;
@@ -1004,8 +1005,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     }
     const Work w = work_of(item);
     const BlockCoords& c = w.c;
-    const int m0 = c.m0, n_blocks = c.n_blocks, t_begin = w.t_begin, n_tiles = w.n_tiles;
-    auto n0_of = [&](int i) { return (n_blocks - 1 - t_begin - i) * kBN; };  // i-th tile of this item
+    const int m0 = c.m0, n_tiles = w.n_tiles;
     const int row_base = m0 + cw * 64 + warp_in_wg * 16;  // this warp's first row
     if constexpr (Tr::kPingPong)
       if (cw == 1) named_arrive(1, kPP);
@@ -1029,7 +1029,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     wgmma_wait<0>();
     fence_regs(s);
     mbar_arrive(empty_k(kv % kS));
-    softmax_tile<Tr, T, kCausal, Tr::kPolyEvery, true>(s, pa, row_m, row_l, corr, n0_of(0), row_base, L, m0, p.scale_log2);
+    softmax_tile<Tr, T, kCausal, Tr::kPolyEvery, true>(s, pa, row_m, row_l, corr, n0_of(w, 0), row_base, L, m0, p.scale_log2);
     // Iteration i: PV(i) with pc and QKᵀ(i + 1) issued, the softmax of i + 1 into pn under PV(i).
     constexpr bool kAlternate = kD == 64;
     auto step = [&](int i, std::uint32_t (&pc)[8][4], std::uint32_t (&pn)[8][4]) {
@@ -1045,7 +1045,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         wgmma_wait<1>();  // S(i+1) is in; PV(i) may still run
         fence_regs(s);
         mbar_arrive(empty_k(st1));
-        softmax_tile<Tr, T, kCausal, Tr::kPolyEvery, true>(s, pn, row_m, row_l, corr, n0_of(i + 1), row_base, L, m0,
+        softmax_tile<Tr, T, kCausal, Tr::kPolyEvery, true>(s, pn, row_m, row_l, corr, n0_of(w, i + 1), row_base, L, m0,
                                                            p.scale_log2);
         finish_pv<kD, true>(o, corr);
         if constexpr (!kAlternate) take_p(pc, pn);

@@ -168,6 +168,16 @@ std::vector<double> hyena_cuda_output(Backend& be, const Problem& p) {
   return {o.begin(), o.end()};
 }
 
+// The Hyena layer problem (B = 1, D = 64·H, fp16-rounded inputs) the hyena-fused option tests
+// compare on.
+Problem fused_problem(std::int64_t L, std::int64_t H, std::uint64_t seed) {
+  Workload w;
+  w.op = "hyena"; w.B = 1; w.L = L; w.l_max = L; w.H = H; w.dtype = "fp16"; w.seed = seed;
+  Problem p = Problem::make(w);
+  p.round_to("fp16");
+  return p;
+}
+
 // One hyena-fused output against ref: the comparison printed as "hyena-fused WHAT: …" (for
 // bench/NOTES.md), every value finite and the relative L2 error within the layer's fp16 bound.
 void expect_fused_close(const std::vector<float>& out, const std::vector<double>& ref, const std::string& what) {
@@ -210,10 +220,7 @@ TEST(GpuHyenaFused, WideAndTallSplitsMatchTheReference) {
   using Split = HyenaFusedOptions::Split;
   for (const int H : {4, 16}) {
     for (const std::int64_t L : {3000, 10000}) {
-      Workload w;
-      w.op = "hyena"; w.B = 1; w.L = L; w.l_max = L; w.H = H; w.dtype = "fp16"; w.seed = 5;
-      Problem p = Problem::make(w);
-      p.round_to("fp16");
+      const Problem p = fused_problem(L, H, 5);
       OwnedCudaContext tc(be->allocator());
       std::vector<float> out[2];
       for (const Split split : {Split::kWide, Split::kTall}) {
@@ -241,10 +248,7 @@ TEST(GpuHyenaFused, OverlappedFilterPathMatchesTheSerialOne) {
   REQUIRE_GPU(be);
   using Overlap = HyenaFusedOptions::Overlap;
   for (const std::int64_t L : {3000, 40000}) {
-    Workload w;
-    w.op = "hyena"; w.B = 1; w.L = L; w.l_max = L; w.dtype = "fp16"; w.seed = 11;
-    Problem p = Problem::make(w);
-    p.round_to("fp16");
+    const Problem p = fused_problem(L, 4, 11);
     const bool exact = L <= 4096;
     const std::vector<double> ref = exact ? reference_output(p) : hyena_cuda_output(*be, p);
     OwnedCudaContext tc(be->allocator());
@@ -276,10 +280,7 @@ TEST(GpuHyenaFused, TensorCoreRowFftsMatchTheReference) {
   REQUIRE_GPU(be);
   using RowFft = HyenaFusedOptions::RowFft;
   for (const std::int64_t L : {40000, 100000}) {
-    Workload w;
-    w.op = "hyena"; w.B = 1; w.L = L; w.l_max = L; w.H = 4; w.dtype = "fp16"; w.seed = 13;
-    Problem p = Problem::make(w);
-    p.round_to("fp16");
+    const Problem p = fused_problem(L, 4, 13);
     const std::vector<double> ref = hyena_cuda_output(*be, p);
     OwnedCudaContext tc(be->allocator());
     for (const bool half : {true, false}) {
@@ -374,10 +375,7 @@ TEST(GpuHyenaFused, TensorCoreColumnFftsMatchTheReference) {
   using ColFft = HyenaFusedOptions::ColFft;
   using RowFft = HyenaFusedOptions::RowFft;
   for (const std::int64_t L : {100000, 200000}) {
-    Workload w;
-    w.op = "hyena"; w.B = 1; w.L = L; w.l_max = L; w.H = 4; w.dtype = "fp16"; w.seed = 17;
-    Problem p = Problem::make(w);
-    p.round_to("fp16");
+    const Problem p = fused_problem(L, 4, 17);
     const std::vector<double> ref = hyena_cuda_output(*be, p);
     OwnedCudaContext tc(be->allocator());
     for (const bool half : {true, false}) {

@@ -65,6 +65,9 @@ void convert_from_float_cuda(DType t, const float* src, void* dst, std::size_t n
 void convert_to_float_cuda(DType t, const void* src, float* dst, std::size_t n, cudaStream_t s);
 // Fills n elements of dtype t with NaN (poisons outputs before a test).
 void fill_nan_cuda(DType t, void* p, std::size_t n, cudaStream_t s);
+// n elements of type t at p, uniform in [lo, hi) from a counter-based hash of (seed, index):
+// the same values for the same seed on every device and launch shape.
+void fill_uniform_cuda(DType t, void* p, std::size_t n, float lo, float hi, std::uint64_t seed, cudaStream_t s);
 // A device copy of host floats stored in dtype t (from the allocator; synchronous).
 Buffer<char> upload_as(Allocator& a, const std::vector<float>& v, DType t, cudaStream_t s);
 // The first n elements of a dtype-t device buffer as host floats (synchronous).

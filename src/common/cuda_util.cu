@@ -206,6 +206,19 @@ __global__ void nan_kernel(T* p, std::size_t n) {
     p[i] = from_float<T>(NAN);
 }
 
+// Element i: the top 24 bits of splitmix64(seed + i) mapped to [lo, hi).
+template <typename T>
+__global__ void uniform_kernel(T* p, std::size_t n, float lo, float hi, unsigned long long seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    unsigned long long z = seed + i * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    p[i] = from_float<T>(lo + (hi - lo) * static_cast<float>(z >> 40) * (1.0f / 16777216.0f));
+  }
+}
+
 namespace {
 unsigned grid_for(std::size_t n) {
   return static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 132 * 16));
@@ -232,6 +245,12 @@ void convert_to_float_cuda(DType t, const void* src, float* dst, std::size_t n, 
 void fill_nan_cuda(DType t, void* p, std::size_t n, cudaStream_t s) {
   if (!n) return;
   LONGMIX_DISPATCH(t, nan_kernel<T><<<grid_for(n), 256, 0, s>>>(static_cast<T*>(p), n));
+  CUDA_CHECK_LAUNCH();
+}
+
+void fill_uniform_cuda(DType t, void* p, std::size_t n, float lo, float hi, std::uint64_t seed, cudaStream_t s) {
+  if (!n) return;
+  LONGMIX_DISPATCH(t, uniform_kernel<T><<<grid_for(n), 256, 0, s>>>(static_cast<T*>(p), n, lo, hi, seed));
   CUDA_CHECK_LAUNCH();
 }
 

@@ -611,6 +611,70 @@ TEST(FlashOwnSplitPlan, CoversEveryKeyTileOnceLongestFirst) {
 }
 #endif
 
+#ifdef LONGMIX_HAVE_CUDA
+// The tuner's screening (host-only): within the band of the fastest, fastest first, capped.
+TEST(FlashOwnTuneFinalists, KeepsTheBandFastestFirstAndCaps) {
+  const std::vector<std::pair<float, std::string>> t{{1.10f, "a"}, {1.00f, "b"}, {1.03f, "c"}, {1.039f, "d"},
+                                                      {1.02f, "e"}, {2.0f, "f"}};
+  EXPECT_EQ(flash_own_tune_finalists(t, 0.04, 8), (std::vector<std::string>{"b", "e", "c", "d"}));
+  EXPECT_EQ(flash_own_tune_finalists(t, 0.04, 2), (std::vector<std::string>{"b", "e"}));
+  EXPECT_EQ(flash_own_tune_finalists(t, 0.0, 8), (std::vector<std::string>{"b"}));
+  EXPECT_EQ(flash_own_tune_finalists({{1.0f, "x"}, {1.0f, "y"}}, 0.0, 8), (std::vector<std::string>{"x", "y"}));
+}
+#endif
+
+#ifdef LONGMIX_HAVE_CUDA
+// The tuner's random inputs: in range, not constant, the same for the same seed.
+TEST(GpuFillUniform, InRangeSpreadAndReproducible) {
+  REQUIRE_GPU(be);
+  CudaContext ctx;
+  ctx.alloc = &be->allocator();
+  CUDA_CHECK(cudaStreamCreate(&ctx.stream));
+  for (const DType t : {DType::kF16, DType::kBF16, DType::kF32}) {
+    const std::size_t n = 100003;
+    Buffer<char> a(*ctx.alloc, n * dtype_size(t)), b(*ctx.alloc, n * dtype_size(t));
+    fill_uniform_cuda(t, a.data(), n, -1.0f, 1.0f, 7, ctx.stream);
+    fill_uniform_cuda(t, b.data(), n, -1.0f, 1.0f, 7, ctx.stream);
+    const auto x = download_as(a, n, t, *ctx.alloc, ctx.stream), y = download_as(b, n, t, *ctx.alloc, ctx.stream);
+    double sum = 0, sq = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_GE(x[i], -1.0f) << i;
+      ASSERT_LE(x[i], 1.0f) << i;
+      ASSERT_EQ(x[i], y[i]) << i;
+      sum += x[i];
+      sq += double(x[i]) * x[i];
+    }
+    EXPECT_NEAR(sum / n, 0.0, 0.01) << "dtype " << static_cast<int>(t);
+    EXPECT_NEAR(sq / n, 1.0 / 3.0, 0.01) << "dtype " << static_cast<int>(t);  // the variance of U(-1, 1)
+  }
+  cudaStreamDestroy(ctx.stream);
+  be->release_cached();
+}
+
+// The tuner picks one of its candidates (the "ws-" family on Hopper), and the same one again.
+TEST(GpuFlashOwnTune, PicksACandidateAndCachesIt) {
+  REQUIRE_GPU(be);
+  CudaContext ctx;
+  ctx.alloc = &be->allocator();
+  CUDA_CHECK(cudaStreamCreate(&ctx.stream));
+  for (const std::int64_t d : {64, 128}) {
+    const AttentionParams p{1, 3000, 4, d, true, 0};
+    const auto cands = flash_own_tune_candidates(p);
+    ASSERT_FALSE(cands.empty());
+    int cc_major = 0, dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev));
+    for (const auto& v : cands)
+      if (cc_major == 9) EXPECT_EQ(v.rfind("ws-", 0), 0u) << v;
+    const std::string pick = flash_own_tune(p, DType::kF16, *ctx.alloc, ctx.stream);
+    EXPECT_NE(std::find(cands.begin(), cands.end(), pick), cands.end()) << pick;
+    EXPECT_EQ(flash_own_tune(p, DType::kF16, *ctx.alloc, ctx.stream), pick);
+  }
+  cudaStreamDestroy(ctx.stream);
+  be->release_cached();
+}
+#endif
+
 TEST(GpuAvailability, ReasonIsGivenWithoutAGpu) {
   std::string why;
   if (gpu(&why)) GTEST_SKIP() << "a GPU is present";

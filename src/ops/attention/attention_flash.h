@@ -60,11 +60,19 @@ FlashSplitPlan flash_own_split_plan(const AttentionParams& p, int n_sm);
 Buffer<char> flash_own_workspace(const AttentionParams& p, const std::string& variant, Allocator& alloc,
                                  cudaStream_t s);
 
-// Plan-time tuning: times every variant (one warm-up and three timed calls each, CUDA events) on
-// scratch inputs of this shape from `alloc` — at most 256k rows, the ranking of longer lengths
-// being that of 256k — and returns the fastest; cached per shape for the process. Falls back to
-// the first variant when the scratch inputs do not fit. Synchronises `s`: call it at setup.
+// Plan-time tuning on scratch inputs of this shape from `alloc` (uniform random q, k, v; at most
+// 256k rows, the ranking of longer lengths being that of 256k): every candidate
+// (flash_own_tune_candidates) is screened with one warm-up and two timed calls (CUDA events),
+// those within 4% of the fastest (at most four) are timed in three interleaved rounds of three
+// calls, and the lowest median wins; cached per shape for the process. Falls back to the first
+// candidate when the scratch inputs do not fit. Synchronises `s`: call it at setup.
 std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, cudaStream_t s);
+// The variants flash_own_tune times: the "ws-" family on a Hopper GPU, every variant elsewhere.
+std::vector<std::string> flash_own_tune_candidates(const AttentionParams& p);
+// The screening's survivors (host-only; exposed for tests): names whose time is within
+// (1 + band) of the fastest, fastest first, at most max_finalists; ties keep the input order.
+std::vector<std::string> flash_own_tune_finalists(const std::vector<std::pair<float, std::string>>& screened,
+                                                  double band, std::size_t max_finalists);
 
 // One forward on s. Memory is O(L): the output, the LSE and, for -split variants, the workspace.
 void flash_own_forward(const AttentionParams& p, DType t, const FlashOwnArgs& a, cudaStream_t s,

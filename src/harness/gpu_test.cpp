@@ -273,6 +273,51 @@ TEST(GpuHyenaFused, OverlappedFilterPathMatchesTheSerialOne) {
   be->release_cached();
 }
 
+// The column passes' 8-row accesses against the scalar ones, where they apply (R % 8 == 0):
+// L = 1000 (N = 2048 = 32 × 64, R = 16, the last row ragged) and 3072 (64 × 128, R = 24)
+// against float64; L = 65536 (256 × 256 at D = 256, 512 × 128 tall at D = 1024) and 131000
+// (512 × 512, R = 256, ragged) against hyena-cuda. Order 3 (a fp32 prev between the steps) at
+// L = 1000; the tensor-core column kernels, which share the prologue and epilogue, at 131000.
+// The two accesses read the same values and differ only in the signal past L (zero or the
+// short conv's bias: never an input of a kept output), so their outputs agree to rounding.
+TEST(GpuHyenaFused, EightRowColumnAccessesMatchTheScalarOnes) {
+  REQUIRE_GPU(be);
+  using ColAccess = HyenaFusedOptions::ColAccess;
+  using ColFft = HyenaFusedOptions::ColFft;
+  struct Case {
+    std::int64_t L, H;
+    int order;
+    ColFft col;
+  };
+  for (const Case k : {Case{1000, 4, 2, ColFft::kAuto}, Case{1000, 4, 3, ColFft::kAuto}, Case{3072, 4, 2, ColFft::kAuto},
+                       Case{65536, 4, 2, ColFft::kAuto}, Case{65536, 16, 2, ColFft::kAuto},
+                       Case{131000, 4, 2, ColFft::kAuto}, Case{131000, 4, 2, ColFft::kTensor}}) {
+    Workload w;
+    w.op = "hyena"; w.B = 1; w.L = k.L; w.l_max = k.L; w.H = k.H; w.order = k.order; w.dtype = "fp16"; w.seed = 17;
+    Problem p = Problem::make(w);
+    p.round_to("fp16");
+    const bool exact = k.L <= 4096;
+    const std::vector<double> ref = exact ? reference_output(p) : hyena_cuda_output(*be, p);
+    OwnedCudaContext tc(be->allocator());
+    std::vector<float> out[2];
+    for (const ColAccess acc : {ColAccess::kScalar, ColAccess::kAuto}) {
+      HyenaFusedOptions opt;
+      opt.col_access = acc;
+      opt.col_fft = k.col;
+      out[acc == ColAccess::kAuto] = fused_output(p, tc.ctx, opt);
+      expect_fused_close(out[acc == ColAccess::kAuto], ref,
+                         "D=" + std::to_string(64 * k.H) + " L=" + std::to_string(k.L) + " order " +
+                             std::to_string(k.order) + (k.col == ColFft::kTensor ? " tensor columns" : "") +
+                             " access=" + (acc == ColAccess::kAuto ? "8-row" : "scalar") + " vs " +
+                             (exact ? "float64" : "hyena-cuda"));
+    }
+    const auto c = compare(out[1], std::vector<double>(out[0].begin(), out[0].end()));
+    std::printf("hyena-fused L=%lld 8-row vs scalar: %s\n", static_cast<long long>(k.L), c.summary().c_str());
+    EXPECT_LE(c.rel_l2, 1e-3) << "L=" << k.L << ": " << c.summary();
+  }
+  be->release_cached();
+}
+
 // pass B's row FFTs on tensor cores (N2 = 512: L = 40000 gives N = 2^17 = 256 × 512, ragged;
 // L = 100000 gives 512 × 512), fp16 rows staged and direct, against cuFFTDx's, fp16 and fp32 spectra, D = 256, every output
 // against hyena-cuda (fp32 cuFFT). Asking for them where N2 is not 512 is an error.
@@ -317,8 +362,9 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   using RowFft = HyenaFusedOptions::RowFft;
   using ColFft = HyenaFusedOptions::ColFft;
   using Overlap = HyenaFusedOptions::Overlap;
+  using ColAccess = HyenaFusedOptions::ColAccess;
   const char* names[] = {"LONGMIX_FUSED_SPLIT", "LONGMIX_FUSED_ROW", "LONGMIX_FUSED_COL", "LONGMIX_GEMM_TUNE",
-                         "LONGMIX_FUSED_OVERLAP"};
+                         "LONGMIX_FUSED_OVERLAP", "LONGMIX_FUSED_ACCESS"};
   for (const char* n : names) unsetenv(n);
   HyenaFusedOptions base;
   base.tune_gemm = false;
@@ -328,13 +374,16 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   EXPECT_EQ(same.col_fft, ColFft::kAuto);
   EXPECT_FALSE(same.tune_gemm);
   EXPECT_EQ(same.overlap, Overlap::kAuto);
+  EXPECT_EQ(same.col_access, ColAccess::kAuto);
   setenv("LONGMIX_FUSED_SPLIT", "tall", 1);
   setenv("LONGMIX_FUSED_ROW", "direct", 1);
   setenv("LONGMIX_FUSED_COL", "tensor", 1);
   setenv("LONGMIX_GEMM_TUNE", "1", 1);
   setenv("LONGMIX_FUSED_OVERLAP", "off", 1);
+  setenv("LONGMIX_FUSED_ACCESS", "scalar", 1);
   const HyenaFusedOptions set = hyena_fused_options_from_env(base);
   EXPECT_EQ(set.overlap, Overlap::kOff);
+  EXPECT_EQ(set.col_access, ColAccess::kScalar);
   EXPECT_EQ(set.split, Split::kTall);
   EXPECT_EQ(set.row_fft, RowFft::kTensorDirect);
   EXPECT_EQ(set.col_fft, ColFft::kTensor);
@@ -664,8 +713,11 @@ TEST(GpuFlashOwnTune, PicksACandidateAndCachesIt) {
     int cc_major = 0, dev = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev));
-    for (const auto& v : cands)
-      if (cc_major == 9) EXPECT_EQ(v.rfind("ws-", 0), 0u) << v;
+    for (const auto& v : cands) {
+      if (cc_major == 9) {
+        EXPECT_EQ(v.rfind("ws-", 0), 0u) << v;
+      }
+    }
     const std::string pick = flash_own_tune(p, DType::kF16, *ctx.alloc, ctx.stream);
     EXPECT_NE(std::find(cands.begin(), cands.end(), pick), cands.end()) << pick;
     EXPECT_EQ(flash_own_tune(p, DType::kF16, *ctx.alloc, ctx.stream), pick);

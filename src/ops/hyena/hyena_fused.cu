@@ -306,6 +306,7 @@ struct HyenaFusedPlan::Impl {
     PassParams P;
     P.L = L; P.N = N; P.D = D; P.C = C; P.N1 = N1; P.N2 = N2;
     P.R = R; P.Lp = Lp;
+    P.vec8 = opt.col_access != HyenaFusedOptions::ColAccess::kScalar && R % 8 == 0;
     P.K = cfg.short_filter_order;
     P.half_D = D / 2;
     P.bf16 = t == DType::kBF16;
@@ -679,6 +680,9 @@ HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt) {
   using Overlap = HyenaFusedOptions::Overlap;
   env_choice<Overlap>("LONGMIX_FUSED_OVERLAP", {{"off", Overlap::kOff}, {"auto", Overlap::kAuto}, {"on", Overlap::kOn}},
                       &opt.overlap);
+  using ColAccess = HyenaFusedOptions::ColAccess;
+  env_choice<ColAccess>("LONGMIX_FUSED_ACCESS", {{"scalar", ColAccess::kScalar}, {"auto", ColAccess::kAuto}},
+                        &opt.col_access);
   return opt;
 }
 

@@ -199,8 +199,8 @@ __device__ __forceinline__ void pair_channels(const PassParams& P, long long p, 
 // pass A's prologue: the source of channels c, c + 1 at rows n1 < N1/2 (the rows past it, the
 // zero padding, are never written: the transforms take them as zero).
 template <int N1, int W, int nth>
-__device__ __forceinline__ void fill_col_tile(const PassParams& P, long long b, long long c, int col0, int tid,
-                                              float2* tile) {
+__device__ __forceinline__ void fill_col_tile_scalar(const PassParams& P, long long b, long long c, int col0, int tid,
+                                                     float2* tile) {
   constexpr int TW = W + 1;
   const int N2 = P.N2, L = static_cast<int>(P.L);
   // Each thread: RT rows × CG neighbouring columns of the source, a warp 32 consecutive rows;
@@ -261,8 +261,8 @@ __device__ __forceinline__ void load_col_tile(const PassParams& P, long long p, 
 // conv on the fly; final step) or as they stand (the fp32 prev of an order > 2), written to the
 // output rows of channels c, c + 1 in the position layout.
 template <int N1, int W, int nth>
-__device__ __forceinline__ void col_epilogue(const PassParams& P, long long b, long long c, int col0, int tid,
-                                             const float2* tile) {
+__device__ __forceinline__ void col_epilogue_scalar(const PassParams& P, long long b, long long c, int col0, int tid,
+                                                    const float2* tile) {
   constexpr int TW = W + 1;
   const int N2 = P.N2, L = static_cast<int>(P.L);
   // The epilogue in the position layout: RT rows × CG neighbouring columns a thread (FillMap),
@@ -306,6 +306,188 @@ __device__ __forceinline__ void col_epilogue(const PassParams& P, long long b, l
       }
     }
   }
+}
+
+// ---- The 8-row path (v14): a thread takes 8 consecutive rows n1 of one column n2, one 16-byte
+// access per stored row run (8 fp16/bf16 values; two for fp32), where every column's run starts
+// on a multiple of 8 (P.vec8: R % 8 == 0) and the short filter has K = 3 taps. At n2 ≥ 2 the
+// taps z[t − 1], z[t − 2] are the same rows of columns n2 − 1, n2 − 2 (t = n1·N2 + n2): three
+// vector loads for 8 outputs, no per-element position or bounds arithmetic (the scalar path: ten
+// 2-byte loads for 8 outputs along a row, each with its own position and bounds check). The
+// columns n2 < 2, whose taps wrap to the row before, take the scalar formula per element.
+// Times t ≥ L give 0 (their stored slots past L hold no data). Lanes: w fastest, so a warp's
+// tile accesses ([n1][W + 1] float2) stay within two wavefronts.
+__device__ __forceinline__ void ld_act8(const void* row, int p, bool bf16, float (&x)[8]) {
+  const uint4 v = *reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(row) + p);
+  const unsigned u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    float2 f;
+    if (bf16) f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u[k]));
+    else f = __half22float2(*reinterpret_cast<const __half2*>(&u[k]));
+    x[2 * k] = f.x;
+    x[2 * k + 1] = f.y;
+  }
+}
+__device__ __forceinline__ void ld_f8(const float* p, float (&x)[8]) {
+  const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+  x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w; x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
+}
+// The K = 3 short conv at rows n1 … n1 + 7 of column n2 (p = n2·R + n1): the vector form at
+// n2 ≥ 2, the scalar formula (sconv_run<1>, which wraps through Pos) below.
+__device__ __forceinline__ void sconv8(const ConvChan& c, int p, int n2, int t0, int L, const Pos& ps, bool bf16,
+                                       float (&out)[8]) {
+  if (n2 >= 2) {
+    float z0[8], z1[8], z2[8];
+    ld_act8(c.row, p, bf16, z0);
+    ld_act8(c.row, p - ps.R, bf16, z1);
+    ld_act8(c.row, p - 2 * ps.R, bf16, z2);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      out[i] = c.sb + c.w[2] * (z0[i] + c.bin) + c.w[1] * (z1[i] + c.bin) + c.w[0] * (z2[i] + c.bin);
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    float o[1];
+    sconv_run<1>(c, 3, t0 + i * ps.N2, L, ps, bf16, o);
+    out[i] = o[0];
+  }
+}
+// One channel's pass-A input at rows n1 … n1 + 7 of column n2 (before the t < L mask); tg: the
+// time grid at those positions (kSrcFilter).
+__device__ __forceinline__ void source8(const Source& s, int p, int n2, int t0, int L, const Pos& ps,
+                                        const float (&tg)[8], float (&x)[8]) {
+  if (s.mode == kSrcFilter) {
+    const uint4 v = *reinterpret_cast<const uint4*>(s.h + p);
+    const unsigned u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&u[k]));
+      x[2 * k] = f.x * (__expf(-tg[2 * k] * s.decay) + s.shift);
+      x[2 * k + 1] = f.y * (__expf(-tg[2 * k + 1] * s.decay) + s.shift);
+    }
+    return;
+  }
+  float g[8];
+  sconv8(s.g, p, n2, t0, L, ps, s.bf16, g);
+  float a[8];
+  if (s.mode == kSrcConvProduct) sconv8(s.a, p, n2, t0, L, ps, s.bf16, a);
+  else ld_f8(s.prev + p, a);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) x[i] = a[i] * g[i];
+}
+// The 8-row tasks of a block: (R1 / 8) row groups × W columns over nth threads.
+template <int N1, int W, int nth>
+struct Vec8Map {
+  static constexpr int kGroups = N1 / 2 / 8, kTasks = kGroups * W, kIters = (kTasks + nth - 1) / nth;
+  static_assert(N1 >= 16, "8-row tasks need N1/2 >= 8");
+};
+template <int N1, int W, int nth>
+__device__ __forceinline__ void fill_col_tile_vec8(const PassParams& P, long long b, long long c, int col0, int tid,
+                                                   float2* tile) {
+  constexpr int TW = W + 1;
+  using VM = Vec8Map<N1, W, nth>;
+  const int N2 = P.N2, L = static_cast<int>(P.L), R = P.R;
+  const Source sa = make_source(P, b, c), sb = make_source(P, b, c + 1);
+  const Pos ps = pos_of(P);
+#pragma unroll
+  for (int it = 0; it < VM::kIters; ++it) {
+    const int task = tid + it * nth;
+    if (VM::kTasks % nth != 0 && task >= VM::kTasks) break;
+    const int w = task % W, n1 = 8 * (task / W), n2 = col0 + w, t0 = n1 * N2 + n2, p = n2 * R + n1;
+    float xa[8] = {}, xb[8] = {};
+    if (n1 < R) {  // rows past the run hold times ≥ L: zero
+      float tg[8] = {};
+      if (P.src == kSrcFilter) ld_f8(sa.tgrid + p, tg);
+      source8(sa, p, n2, t0, L, ps, tg, xa);
+      source8(sb, p, n2, t0, L, ps, tg, xb);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        if (t0 + i * N2 >= L) xa[i] = xb[i] = 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) tile[(n1 + i) * TW + w] = make_float2(xa[i], xb[i]);
+  }
+}
+template <int N1, int W, int nth>
+__device__ __forceinline__ void col_epilogue_vec8(const PassParams& P, long long b, long long c, int col0, int tid,
+                                                  const float2* tile) {
+  constexpr int TW = W + 1;
+  using VM = Vec8Map<N1, W, nth>;
+  const int N2 = P.N2, L = static_cast<int>(P.L), R = P.R;
+  const Pos ps = pos_of(P);
+  const bool is_final = P.dst == kDstFinal;
+  ConvChan xa, xb;
+  if (is_final) {
+    xa = conv_chan(P, b, c);
+    xb = conv_chan(P, b, c + 1);
+  }
+  const long long oa = (b * P.out_rows + c) * P.Lp;
+#pragma unroll
+  for (int it = 0; it < VM::kIters; ++it) {
+    const int task = tid + it * nth;
+    if (VM::kTasks % nth != 0 && task >= VM::kTasks) break;
+    const int w = task % W, n1 = 8 * (task / W), n2 = col0 + w, t0 = n1 * N2 + n2, p = n2 * R + n1;
+    if (n1 >= R) continue;
+    float ya[8], yb[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const float2 y = tile[(n1 + i) * TW + w];
+      const bool in = t0 + i * N2 < L;  // slots past L are written as 0
+      ya[i] = in ? y.x : 0.0f;
+      yb[i] = in ? y.y : 0.0f;
+    }
+    if (!is_final) {
+      float* out = static_cast<float*>(P.out) + oa + p;
+      reinterpret_cast<float4*>(out)[0] = make_float4(ya[0], ya[1], ya[2], ya[3]);
+      reinterpret_cast<float4*>(out)[1] = make_float4(ya[4], ya[5], ya[6], ya[7]);
+      reinterpret_cast<float4*>(out + P.Lp)[0] = make_float4(yb[0], yb[1], yb[2], yb[3]);
+      reinterpret_cast<float4*>(out + P.Lp)[1] = make_float4(yb[4], yb[5], yb[6], yb[7]);
+      continue;
+    }
+    float ga[8], gb[8];
+    sconv8(xa, p, n2, t0, L, ps, P.bf16, ga);
+    sconv8(xb, p, n2, t0, L, ps, P.bf16, gb);
+    uint4 va, vb;
+    unsigned* ua = &va.x;
+    unsigned* ub = &vb.x;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float a0 = ya[2 * k] * ga[2 * k], a1 = ya[2 * k + 1] * ga[2 * k + 1];
+      const float b0 = yb[2 * k] * gb[2 * k], b1 = yb[2 * k + 1] * gb[2 * k + 1];
+      if (P.bf16) {
+        const __nv_bfloat162 ha = __floats2bfloat162_rn(a0, a1), hb = __floats2bfloat162_rn(b0, b1);
+        ua[k] = *reinterpret_cast<const unsigned*>(&ha);
+        ub[k] = *reinterpret_cast<const unsigned*>(&hb);
+      } else {
+        const __half2 ha = __floats2half2_rn(a0, a1), hb = __floats2half2_rn(b0, b1);
+        ua[k] = *reinterpret_cast<const unsigned*>(&ha);
+        ub[k] = *reinterpret_cast<const unsigned*>(&hb);
+      }
+    }
+    unsigned short* out = static_cast<unsigned short*>(P.out) + oa + p;
+    *reinterpret_cast<uint4*>(out) = va;
+    *reinterpret_cast<uint4*>(out + P.Lp) = vb;
+  }
+}
+
+// pass A's prologue and pass A⁻¹'s epilogue: the 8-row path where it applies, else the scalar one.
+__device__ __forceinline__ bool vec8_fill(const PassParams& P) { return P.vec8 && (P.src == kSrcFilter || P.K == 3); }
+__device__ __forceinline__ bool vec8_epilogue(const PassParams& P) {
+  return P.vec8 && (P.dst != kDstFinal || P.K == 3);
+}
+template <int N1, int W, int nth>
+__device__ __forceinline__ void fill_col_tile(const PassParams& P, long long b, long long c, int col0, int tid,
+                                              float2* tile) {
+  if (vec8_fill(P)) fill_col_tile_vec8<N1, W, nth>(P, b, c, col0, tid, tile);
+  else fill_col_tile_scalar<N1, W, nth>(P, b, c, col0, tid, tile);
+}
+template <int N1, int W, int nth>
+__device__ __forceinline__ void col_epilogue(const PassParams& P, long long b, long long c, int col0, int tid,
+                                             const float2* tile) {
+  if (vec8_epilogue(P)) col_epilogue_vec8<N1, W, nth>(P, b, c, col0, tid, tile);
+  else col_epilogue_scalar<N1, W, nth>(P, b, c, col0, tid, tile);
 }
 
 }  // namespace longmix::fused

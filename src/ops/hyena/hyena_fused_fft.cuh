@@ -68,7 +68,7 @@ struct ColCfg {
 // pass A. Grid (N2 / W, pairs). T: (pairs, N1, N2). Indices inside a pair are 32-bit
 // (N ≤ 2^22); twiddles W^{n2·k1} for k1 = x + i·stride by recurrence from two sincospif.
 template <int N1, typename S>
-__global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParams P) {
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads, 5) col_fwd_kernel(PassParams P) {
   using Cfg = ColCfg<N1>;
   using FFT = typename Cfg::Fwd;
   using CT = typename FFT::value_type;
@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParam
 
 // pass A⁻¹. Grid (N2 / W, signal pairs).
 template <int N1, typename S>
-__global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_inv_kernel(PassParams P) {
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads, 5) col_inv_kernel(PassParams P) {
   using Cfg = ColCfg<N1>;
   using FFT = typename Cfg::Inv;
   using CT = typename FFT::value_type;

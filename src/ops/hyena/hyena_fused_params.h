@@ -23,6 +23,9 @@ struct PassParams {
   // n2·R + n1, R = ⌈L / N2⌉ rows a column, Lp = N2·R ≥ L values a row (hyena_fused_fft.cuh).
   int R = 0;
   long long Lp = 0;
+  // The column passes' 8-row path (hyena_fused_cols.cuh): R % 8 == 0 and chosen by the plan
+  // (HyenaFusedOptions::col_access).
+  bool vec8 = false;
   long long half_D = 0;                  // channel pairs per batch element
   bool bf16 = false;                     // storage dtype of zT and the final output
   const void* zT = nullptr;              // (B, C, Lp) in_proj output without its bias

@@ -45,11 +45,12 @@
 #   overlap  the GpuHyenaFused and Hyena GPU tests, bench_hyena_fused with LONGMIX_FUSED_OVERLAP=off
 #            and =on alternating (two rounds, D = 256 and 1024 at $OVERLAP_L), memcheck of the
 #            overlap test
-#   access   the column passes' 8-row accesses against the scalar ones (LONGMIX_FUSED_ACCESS), same
-#            binary, same call, with the tensor-core columns and every bench_hyena_fused_* packed
-#            beside it: the GpuHyenaFused and Hyena GPU tests (and the flash-own tuner's), memcheck
-#            and racecheck on two 8-row cases, bench_hyena_fused at $ACCESS_L (D = 256) and
-#            $ACCESS_L1024 (D = 1024), two rounds, ncu kernel times at 128k of both accesses
+#   access   the column passes' 8-row accesses (LONGMIX_FUSED_ACCESS=vec8) against the scalar ones
+#            (the default), same binary, same call, with the tensor-core columns and every
+#            bench_hyena_fused_* packed beside it: the GpuHyenaFused tests (and the flash-own
+#            tuner's), the Hyena GPU tests and memcheck/racecheck on two L = 1000 cases with vec8,
+#            bench_hyena_fused at $ACCESS_L (D = 256) and $ACCESS_L1024 (D = 1024), two rounds,
+#            ncu kernel times at 128k of both accesses
 #   persist  the flash-own tests and sanitizers, then bench_flash_own of the -persist variants
 #            beside the launched grids ($PERSIST_IMPLS) at $FLASH_BENCH_L, two rounds
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
@@ -225,23 +226,25 @@ for stage in "$@"; do
         > $OUT/gpu_test_fused.log 2>&1
       echo "GpuHyenaFused rc=$?" | tee -a $LOG
       grep -E "^\[  (PASSED|FAILED) |8-row|FAILED  \]|Failure|Expected" $OUT/gpu_test_fused.log | tee -a $LOG
-      hyena_tests
+      # the Hyena GPU tests with the 8-row accesses (R % 8 == 0 at L = 1000 and its 40 cases)
+      LONGMIX_FUSED_ACCESS=vec8 hyena_tests
       # hyena-fused, L = 1000 (R = 16: the 8-row path), D = 256: order 2 bf16 and order 3 fp16
-      sanitize 'Ragged/GpuHyena.MatchesFloat64Reference/137:Ragged/GpuHyena.MatchesFloat64Reference/140' access
+      LONGMIX_FUSED_ACCESS=vec8 sanitize \
+        'Ragged/GpuHyena.MatchesFloat64Reference/137:Ragged/GpuHyena.MatchesFloat64Reference/140' access
       for round in 1 2; do
-        for run in "$B/bench_hyena_fused" "env LONGMIX_FUSED_ACCESS=scalar $B/bench_hyena_fused" $B/bench_hyena_fused_*; do
+        for run in "env LONGMIX_FUSED_ACCESS=vec8 $B/bench_hyena_fused" "$B/bench_hyena_fused" $B/bench_hyena_fused_*; do
           echo "--- ${run//$B\//} round $round" | tee -a $OUT/access.txt
           timeout 150 $run ${ACCESS_L:-4096,32768,131072,1048576} 256 fused 2>&1 | tee -a $OUT/access.txt
           timeout 100 $run ${ACCESS_L1024:-16384,131072} 1024 fused 2>&1 | tee -a $OUT/access.txt
         done
-        for acc in auto scalar; do  # the tensor-core columns (N1 = 512 only)
+        for acc in vec8 scalar; do  # the tensor-core columns (N1 = 512 only)
           echo "--- tensor columns, access $acc, round $round" | tee -a $OUT/access.txt
           LONGMIX_FUSED_COL=tensor LONGMIX_FUSED_ACCESS=$acc timeout 60 $B/bench_hyena_fused 131072 256 fused 2>&1 | tee -a $OUT/access.txt
         done
       done
       grep -E "^---|fused " $OUT/access.txt | tee -a $LOG
-      ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_access_vec8.txt
-      LONGMIX_FUSED_ACCESS=scalar ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_access_scalar.txt
+      LONGMIX_FUSED_ACCESS=vec8 ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_access_vec8.txt
+      ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_access_scalar.txt
       tar -C $OUT -czf $OUT/ncu_access.tgz ncu_access_vec8.txt ncu_access_scalar.txt && rm -f $OUT/ncu_access_*.txt
       ;;
     persist)  # the flash-own tests, sanitizers, and the persistent grid against the launched one (two rounds)

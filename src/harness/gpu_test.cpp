@@ -19,6 +19,7 @@
 #include "ops/attention/attention_flash.h"
 #include "ops/hyena/hyena_cuda.h"
 #include "ops/hyena/hyena_fused.h"
+#include "ops/hyena/hyena_fused_params.h"
 #endif
 
 using namespace longmix;
@@ -300,15 +301,15 @@ TEST(GpuHyenaFused, EightRowColumnAccessesMatchTheScalarOnes) {
     const std::vector<double> ref = exact ? reference_output(p) : hyena_cuda_output(*be, p);
     OwnedCudaContext tc(be->allocator());
     std::vector<float> out[2];
-    for (const ColAccess acc : {ColAccess::kScalar, ColAccess::kAuto}) {
+    for (const ColAccess acc : {ColAccess::kScalar, ColAccess::kVec8}) {
       HyenaFusedOptions opt;
       opt.col_access = acc;
       opt.col_fft = k.col;
-      out[acc == ColAccess::kAuto] = fused_output(p, tc.ctx, opt);
-      expect_fused_close(out[acc == ColAccess::kAuto], ref,
+      out[acc == ColAccess::kVec8] = fused_output(p, tc.ctx, opt);
+      expect_fused_close(out[acc == ColAccess::kVec8], ref,
                          "D=" + std::to_string(64 * k.H) + " L=" + std::to_string(k.L) + " order " +
                              std::to_string(k.order) + (k.col == ColFft::kTensor ? " tensor columns" : "") +
-                             " access=" + (acc == ColAccess::kAuto ? "8-row" : "scalar") + " vs " +
+                             " access=" + (acc == ColAccess::kVec8 ? "8-row" : "scalar") + " vs " +
                              (exact ? "float64" : "hyena-cuda"));
     }
     const auto c = compare(out[1], std::vector<double>(out[0].begin(), out[0].end()));
@@ -374,16 +375,16 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   EXPECT_EQ(same.col_fft, ColFft::kAuto);
   EXPECT_FALSE(same.tune_gemm);
   EXPECT_EQ(same.overlap, Overlap::kAuto);
-  EXPECT_EQ(same.col_access, ColAccess::kAuto);
+  EXPECT_EQ(same.col_access, ColAccess::kScalar);
   setenv("LONGMIX_FUSED_SPLIT", "tall", 1);
   setenv("LONGMIX_FUSED_ROW", "direct", 1);
   setenv("LONGMIX_FUSED_COL", "tensor", 1);
   setenv("LONGMIX_GEMM_TUNE", "1", 1);
   setenv("LONGMIX_FUSED_OVERLAP", "off", 1);
-  setenv("LONGMIX_FUSED_ACCESS", "scalar", 1);
+  setenv("LONGMIX_FUSED_ACCESS", "vec8", 1);
   const HyenaFusedOptions set = hyena_fused_options_from_env(base);
   EXPECT_EQ(set.overlap, Overlap::kOff);
-  EXPECT_EQ(set.col_access, ColAccess::kScalar);
+  EXPECT_EQ(set.col_access, ColAccess::kVec8);
   EXPECT_EQ(set.split, Split::kTall);
   EXPECT_EQ(set.row_fft, RowFft::kTensorDirect);
   EXPECT_EQ(set.col_fft, ColFft::kTensor);
@@ -673,6 +674,48 @@ TEST(FlashOwnTuneFinalists, KeepsTheBandFastestFirstAndCaps) {
 #endif
 
 #ifdef LONGMIX_HAVE_CUDA
+// The column passes' 8-row tasks (host-only): over one block's tasks every (row, column) of its
+// N1/2 × W tile comes once; a task inside the stored runs (n1 < R) reads one aligned run of 8
+// positions within the row, which hold its 8 times (and, at n2 ≥ 2, the runs R and 2R before
+// hold the times 1 and 2 earlier); a task past the runs holds only times ≥ L.
+TEST(HyenaFusedVec8Tasks, CoverTheTileOnceWithAlignedRunsOfTheRightTimes) {
+  struct Case {
+    int N1, N2, W;
+    long long L;
+  };
+  for (const Case c : {Case{64, 64, 16, 1000}, Case{64, 128, 16, 3072}, Case{256, 512, 8, 65536},
+                       Case{512, 512, 8, 131000}, Case{512, 512, 8, 131072}, Case{1024, 2048, 4, 1 << 20}}) {
+    const int R = static_cast<int>((c.L + c.N2 - 1) / c.N2);
+    ASSERT_EQ(R % 8, 0) << "case needs R % 8 == 0";
+    const long long Lp = static_cast<long long>(c.N2) * R;
+    const std::string what = "N1=" + std::to_string(c.N1) + " N2=" + std::to_string(c.N2) + " L=" + std::to_string(c.L);
+    for (int col0 = 0; col0 < c.N2; col0 += c.W) {
+      std::vector<int> seen(static_cast<std::size_t>(c.N1 / 2 * c.W), 0);
+      for (int task = 0; task < c.N1 / 16 * c.W; ++task) {
+        const fused::Vec8Task k = fused::vec8_task(task, c.W, col0, c.N2, R);
+        ASSERT_EQ(k.n2, col0 + k.w) << what;
+        for (int i = 0; i < 8; ++i) ++seen[static_cast<std::size_t>((k.n1 + i) * c.W + k.w)];
+        if (k.n1 >= R) {
+          EXPECT_GE(k.t0, c.L) << what << " task " << task;
+          continue;
+        }
+        ASSERT_EQ(k.p % 8, 0) << what;
+        ASSERT_LE(k.p + 8, Lp) << what;
+        for (int i = 0; i < 8; ++i) {
+          const long long t = k.t0 + static_cast<long long>(i) * c.N2;
+          if (t >= c.L) continue;
+          ASSERT_EQ(fused::pos_at(t, c.N2, R), k.p + i) << what << " t=" << t;
+          if (k.n2 >= 2) {
+            ASSERT_EQ(fused::pos_at(t - 1, c.N2, R), k.p - R + i) << what << " t=" << t;
+            ASSERT_EQ(fused::pos_at(t - 2, c.N2, R), k.p - 2 * R + i) << what << " t=" << t;
+          }
+        }
+      }
+      for (std::size_t j = 0; j < seen.size(); ++j) ASSERT_EQ(seen[j], 1) << what << " col0=" << col0 << " slot " << j;
+    }
+  }
+}
+
 // The tuner's random inputs: in range, not constant, the same for the same seed.
 TEST(GpuFillUniform, InRangeSpreadAndReproducible) {
   REQUIRE_GPU(be);

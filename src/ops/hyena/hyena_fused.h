@@ -95,18 +95,19 @@ struct HyenaFusedOptions {
   Overlap overlap = Overlap::kAuto;
   static constexpr std::int64_t kOverlapMaxL = 32768;
   // How the column passes read and write their time rows (pass A's source, pass A⁻¹'s output):
-  // auto takes 8 consecutive rows of a column a thread, one 16-byte access per stored run, where
-  // every column's run starts on a multiple of 8 (R % 8 == 0, e.g. every power-of-two L from
-  // 8·N2 on) and the short filter has K = 3 taps; scalar keeps one element a thread per access
-  // (v13 and before; always so elsewhere).
-  enum class ColAccess { kAuto, kScalar };
-  ColAccess col_access = ColAccess::kAuto;
+  // scalar, one element a thread per access (v13); or kVec8, 8 consecutive rows of a column a
+  // thread, one 16-byte access per stored run, where every column's run starts on a multiple of
+  // 8 (R % 8 == 0: every power-of-two L from 8·N2 on), the scalar path elsewhere (and for short
+  // filters other than K = 3). kVec8 is opt-in until it is measured on the H200 (bench/NOTES.md,
+  // v14: written and tested here without a GPU).
+  enum class ColAccess { kScalar, kVec8 };
+  ColAccess col_access = ColAccess::kScalar;
 };
 
 // opt with the environment's A/B switches for benchmarks applied, read once where a plan's
 // options are built: LONGMIX_FUSED_SPLIT=wide|tall, LONGMIX_FUSED_ROW=cufftdx|auto|direct,
 // LONGMIX_FUSED_COL=cufftdx|auto|tensor, LONGMIX_FUSED_OVERLAP=off|auto|on,
-// LONGMIX_FUSED_ACCESS=scalar|auto,
+// LONGMIX_FUSED_ACCESS=scalar|vec8,
 // LONGMIX_GEMM_TUNE=0 (the heuristic's first choices). A value it does not know is an error.
 HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt = {});
 

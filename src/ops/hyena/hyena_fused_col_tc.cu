@@ -57,7 +57,7 @@ __device__ __forceinline__ float2 col_twiddle(int m, int N, float scale) {
 }
 
 // pass A. Grid (N2 / W, pairs); T: (pairs, 512, N2).
-template <typename S>
+template <typename S, bool kVec8>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) col_tc_fwd_kernel(PassParams P) {
   extern __shared__ __align__(16) unsigned char smem[];
   float2* tile = reinterpret_cast<float2*>(smem);  // [512][W + 1]
@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) col_tc_fwd_kernel(PassPa
   const long long p = blockIdx.y;
   long long b, c;
   pair_channels(P, p, &b, &c);
-  fill_col_tile<kN1, kW, kThreads>(P, b, c, col0, tid, tile);
+  fill_col_tile<kN1, kW, kThreads, kVec8>(P, b, c, col0, tid, tile);
   __syncthreads();
   // The DFT constants (72 registers) only after the fill: loaded before it, they left the fill
   // too few registers to keep its loads in flight.
@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) col_tc_fwd_kernel(PassPa
 }
 
 // pass A⁻¹. Grid (N2 / W, signal pairs).
-template <typename S>
+template <typename S, bool kVec8>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) col_tc_inv_kernel(PassParams P) {
   extern __shared__ __align__(16) unsigned char smem[];
   float2* tile = reinterpret_cast<float2*>(smem);
@@ -138,17 +138,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) col_tc_inv_kernel(PassPa
       for (int e = 0; e < 2; ++e) tile[(32 * g + 8 * j + 2 * q + e) * kTW + w] = make_float2(xr[j][e], xi[j][e]);
   }
   __syncthreads();
-  col_epilogue<kN1, kW, kThreads>(P, b, c, col0, tid, tile);
+  col_epilogue<kN1, kW, kThreads, kVec8>(P, b, c, col0, tid, tile);
 }
 
 }  // namespace
 
 void prepare_col_tc(cudaStream_t s) {
   const auto a = cudaFuncAttributeMaxDynamicSharedMemorySize;
-  CUDA_CHECK(cudaFuncSetAttribute(col_tc_fwd_kernel<__half2>, a, kSmem));
-  CUDA_CHECK(cudaFuncSetAttribute(col_tc_fwd_kernel<float2>, a, kSmem));
-  CUDA_CHECK(cudaFuncSetAttribute(col_tc_inv_kernel<__half2>, a, kSmem));
-  CUDA_CHECK(cudaFuncSetAttribute(col_tc_inv_kernel<float2>, a, kSmem));
+  for (auto* k : {col_tc_fwd_kernel<__half2, false>, col_tc_fwd_kernel<float2, false>, col_tc_inv_kernel<__half2, false>,
+                  col_tc_inv_kernel<float2, false>, col_tc_fwd_kernel<__half2, true>, col_tc_fwd_kernel<float2, true>,
+                  col_tc_inv_kernel<__half2, true>, col_tc_inv_kernel<float2, true>})
+    CUDA_CHECK(cudaFuncSetAttribute(k, a, kSmem));
   // Ordered before the plan's launches on s; every plan writes the same values.
   build_dft_kernel<<<1, 32, 0, s>>>();
   CUDA_CHECK_LAUNCH();
@@ -158,10 +158,11 @@ int col_tc_width() { return kW; }
 
 void launch_col_tc(bool fwd, bool half, const PassParams& P, long long pairs, cudaStream_t s) {
   const dim3 grid(unsigned(P.N2 / kW), unsigned(pairs));
-  if (fwd && half) col_tc_fwd_kernel<__half2><<<grid, kThreads, kSmem, s>>>(P);
-  else if (fwd) col_tc_fwd_kernel<float2><<<grid, kThreads, kSmem, s>>>(P);
-  else if (half) col_tc_inv_kernel<__half2><<<grid, kThreads, kSmem, s>>>(P);
-  else col_tc_inv_kernel<float2><<<grid, kThreads, kSmem, s>>>(P);
+  void (*const kernels[8])(PassParams) = {
+      col_tc_fwd_kernel<__half2, false>, col_tc_fwd_kernel<float2, false>, col_tc_inv_kernel<__half2, false>,
+      col_tc_inv_kernel<float2, false>,  col_tc_fwd_kernel<__half2, true>, col_tc_fwd_kernel<float2, true>,
+      col_tc_inv_kernel<__half2, true>,  col_tc_inv_kernel<float2, true>};
+  kernels[(fwd ? 0 : 2) + (half ? 0 : 1) + (P.vec8 ? 4 : 0)]<<<grid, kThreads, kSmem, s>>>(P);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -395,7 +395,8 @@ __device__ __forceinline__ void fill_col_tile_vec8(const PassParams& P, long lon
   for (int it = 0; it < VM::kIters; ++it) {
     const int task = tid + it * nth;
     if (VM::kTasks % nth != 0 && task >= VM::kTasks) break;
-    const int w = task % W, n1 = 8 * (task / W), n2 = col0 + w, t0 = n1 * N2 + n2, p = n2 * R + n1;
+    const Vec8Task k = vec8_task(task, W, col0, N2, R);
+    const int w = k.w, n1 = k.n1, n2 = k.n2, t0 = k.t0, p = k.p;
     float xa[8] = {}, xb[8] = {};
     if (n1 < R) {  // rows past the run hold times ≥ L: zero
       float tg[8] = {};
@@ -428,7 +429,8 @@ __device__ __forceinline__ void col_epilogue_vec8(const PassParams& P, long long
   for (int it = 0; it < VM::kIters; ++it) {
     const int task = tid + it * nth;
     if (VM::kTasks % nth != 0 && task >= VM::kTasks) break;
-    const int w = task % W, n1 = 8 * (task / W), n2 = col0 + w, t0 = n1 * N2 + n2, p = n2 * R + n1;
+    const Vec8Task k = vec8_task(task, W, col0, N2, R);
+    const int w = k.w, n1 = k.n1, n2 = k.n2, t0 = k.t0, p = k.p;
     if (n1 >= R) continue;
     float ya[8], yb[8];
 #pragma unroll
@@ -472,22 +474,31 @@ __device__ __forceinline__ void col_epilogue_vec8(const PassParams& P, long long
   }
 }
 
-// pass A's prologue and pass A⁻¹'s epilogue: the 8-row path where it applies, else the scalar one.
-__device__ __forceinline__ bool vec8_fill(const PassParams& P) { return P.vec8 && (P.src == kSrcFilter || P.K == 3); }
-__device__ __forceinline__ bool vec8_epilogue(const PassParams& P) {
-  return P.vec8 && (P.dst != kDstFinal || P.K == 3);
-}
-template <int N1, int W, int nth>
+// pass A's prologue and pass A⁻¹'s epilogue. kVec8 (the kernels for P.vec8): the 8-row path
+// where the source or the output needs no short conv or a K = 3 one, else the scalar path.
+__device__ __forceinline__ bool vec8_fill(const PassParams& P) { return P.src == kSrcFilter || P.K == 3; }
+__device__ __forceinline__ bool vec8_epilogue(const PassParams& P) { return P.dst != kDstFinal || P.K == 3; }
+template <int N1, int W, int nth, bool kVec8>
 __device__ __forceinline__ void fill_col_tile(const PassParams& P, long long b, long long c, int col0, int tid,
                                               float2* tile) {
-  if (vec8_fill(P)) fill_col_tile_vec8<N1, W, nth>(P, b, c, col0, tid, tile);
-  else fill_col_tile_scalar<N1, W, nth>(P, b, c, col0, tid, tile);
+  if constexpr (kVec8) {
+    if (vec8_fill(P)) {
+      fill_col_tile_vec8<N1, W, nth>(P, b, c, col0, tid, tile);
+      return;
+    }
+  }
+  fill_col_tile_scalar<N1, W, nth>(P, b, c, col0, tid, tile);
 }
-template <int N1, int W, int nth>
+template <int N1, int W, int nth, bool kVec8>
 __device__ __forceinline__ void col_epilogue(const PassParams& P, long long b, long long c, int col0, int tid,
                                              const float2* tile) {
-  if (vec8_epilogue(P)) col_epilogue_vec8<N1, W, nth>(P, b, c, col0, tid, tile);
-  else col_epilogue_scalar<N1, W, nth>(P, b, c, col0, tid, tile);
+  if constexpr (kVec8) {
+    if (vec8_epilogue(P)) {
+      col_epilogue_vec8<N1, W, nth>(P, b, c, col0, tid, tile);
+      return;
+    }
+  }
+  col_epilogue_scalar<N1, W, nth>(P, b, c, col0, tid, tile);
 }
 
 }  // namespace longmix::fused

@@ -67,8 +67,8 @@ struct ColCfg {
 
 // pass A. Grid (N2 / W, pairs). T: (pairs, N1, N2). Indices inside a pair are 32-bit
 // (N ≤ 2^22); twiddles W^{n2·k1} for k1 = x + i·stride by recurrence from two sincospif.
-template <int N1, typename S>
-__global__ void __launch_bounds__(ColCfg<N1>::kThreads, 5) col_fwd_kernel(PassParams P) {
+template <int N1, typename S, bool kVec8>
+__device__ __forceinline__ void col_fwd(const PassParams& P) {
   using Cfg = ColCfg<N1>;
   using FFT = typename Cfg::Fwd;
   using CT = typename FFT::value_type;
@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads, 5) col_fwd_kernel(PassPa
   const long long p = blockIdx.y;
   long long b, c;
   pair_channels(P, p, &b, &c);
-  fill_col_tile<N1, W, nth>(P, b, c, col0, tid, tile);
+  fill_col_tile<N1, W, nth, kVec8>(P, b, c, col0, tid, tile);
   __syncthreads();
   CT td[FFT::storage_size];
   const int w = threadIdx.y;
@@ -107,8 +107,8 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads, 5) col_fwd_kernel(PassPa
 }
 
 // pass A⁻¹. Grid (N2 / W, signal pairs).
-template <int N1, typename S>
-__global__ void __launch_bounds__(ColCfg<N1>::kThreads, 5) col_inv_kernel(PassParams P) {
+template <int N1, typename S, bool kVec8>
+__device__ __forceinline__ void col_inv(const PassParams& P) {
   using Cfg = ColCfg<N1>;
   using FFT = typename Cfg::Inv;
   using CT = typename FFT::value_type;
@@ -141,8 +141,19 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads, 5) col_inv_kernel(PassPa
     if (n1 < N1 / 2) tile[n1 * TW + w] = make_float2(td[i].x, td[i].y);
   }
   __syncthreads();
-  col_epilogue<N1, W, nth>(P, b, c, col0, tid, tile);
+  col_epilogue<N1, W, nth, kVec8>(P, b, c, col0, tid, tile);
 }
+
+// The kernels: the scalar accesses (v13's code), and the 8-row ones (P.vec8) bounded to five
+// blocks an SM, the scalar kernels' occupancy (48 registers; unbounded they take 64).
+template <int N1, typename S>
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParams P) { col_fwd<N1, S, false>(P); }
+template <int N1, typename S>
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_inv_kernel(PassParams P) { col_inv<N1, S, false>(P); }
+template <int N1, typename S>
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads, 5) col_fwd_vec8_kernel(PassParams P) { col_fwd<N1, S, true>(P); }
+template <int N1, typename S>
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads, 5) col_inv_vec8_kernel(PassParams P) { col_inv<N1, S, true>(P); }
 
 // Row FFTs of size N2, the two rows (k1, N1−k1) of one pair per block.
 // cuFFTDx's default elements per thread (16 at N2 = 512 measured slower: 423 µs against 391 at
@@ -230,6 +241,10 @@ __global__ void __launch_bounds__(RowCfg<N2>::kThreads) row_kernel(PassParams P)
     CUDA_CHECK(cudaFuncSetAttribute(col_fwd_kernel<SIZE, float2>, a, CC::kSmem));                      \
     CUDA_CHECK(cudaFuncSetAttribute(col_inv_kernel<SIZE, __half2>, a, CC::kSmem));                     \
     CUDA_CHECK(cudaFuncSetAttribute(col_inv_kernel<SIZE, float2>, a, CC::kSmem));                      \
+    CUDA_CHECK(cudaFuncSetAttribute(col_fwd_vec8_kernel<SIZE, __half2>, a, CC::kSmem));                \
+    CUDA_CHECK(cudaFuncSetAttribute(col_fwd_vec8_kernel<SIZE, float2>, a, CC::kSmem));                 \
+    CUDA_CHECK(cudaFuncSetAttribute(col_inv_vec8_kernel<SIZE, __half2>, a, CC::kSmem));                \
+    CUDA_CHECK(cudaFuncSetAttribute(col_inv_vec8_kernel<SIZE, float2>, a, CC::kSmem));                 \
     CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, __half2>, a, RC::kSmem));                         \
     CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, float2>, a, RC::kSmem));                          \
   }                                                                                                    \
@@ -240,10 +255,13 @@ __global__ void __launch_bounds__(RowCfg<N2>::kThreads) row_kernel(PassParams P)
     using Cfg = ColCfg<SIZE>;                                                                          \
     const dim3 grid(unsigned(P.N2 / Cfg::W), unsigned(pairs));                                         \
     const dim3 block(Cfg::Fwd::block_dim.x, Cfg::W);                                                   \
-    if (fwd && half) col_fwd_kernel<SIZE, __half2><<<grid, block, Cfg::kSmem, s>>>(P);                 \
-    else if (fwd) col_fwd_kernel<SIZE, float2><<<grid, block, Cfg::kSmem, s>>>(P);                     \
-    else if (half) col_inv_kernel<SIZE, __half2><<<grid, block, Cfg::kSmem, s>>>(P);                   \
-    else col_inv_kernel<SIZE, float2><<<grid, block, Cfg::kSmem, s>>>(P);                              \
+    const int k = (fwd ? 0 : 2) + (half ? 0 : 1) + (P.vec8 ? 4 : 0);                                   \
+    void (*const kernels[8])(PassParams) = {                                                           \
+        col_fwd_kernel<SIZE, __half2>,      col_fwd_kernel<SIZE, float2>,                              \
+        col_inv_kernel<SIZE, __half2>,      col_inv_kernel<SIZE, float2>,                              \
+        col_fwd_vec8_kernel<SIZE, __half2>, col_fwd_vec8_kernel<SIZE, float2>,                         \
+        col_inv_vec8_kernel<SIZE, __half2>, col_inv_vec8_kernel<SIZE, float2>};                        \
+    kernels[k]<<<grid, block, Cfg::kSmem, s>>>(P);                                                     \
     CUDA_CHECK_LAUNCH();                                                                               \
   }                                                                                                    \
   template <>                                                                                          \

@@ -23,7 +23,7 @@ struct PassParams {
   // n2·R + n1, R = ⌈L / N2⌉ rows a column, Lp = N2·R ≥ L values a row (hyena_fused_fft.cuh).
   int R = 0;
   long long Lp = 0;
-  // The column passes' 8-row path (hyena_fused_cols.cuh): R % 8 == 0 and chosen by the plan
+  // The column passes' 8-row kernels (hyena_fused_cols.cuh): R % 8 == 0 and chosen by the plan
   // (HyenaFusedOptions::col_access).
   bool vec8 = false;
   long long half_D = 0;                  // channel pairs per batch element
@@ -51,6 +51,23 @@ struct PassParams {
 // 32-bit shifts.
 __host__ __device__ __forceinline__ long long time_at(long long q, int N2, int R) { return (q % R) * N2 + q / R; }
 __host__ __device__ __forceinline__ long long pos_at(long long t, int N2, int R) { return (t % N2) * R + t / N2; }
+
+// The column passes' 8-row tasks (hyena_fused_cols.cuh, P.vec8): task = w + W·g covers rows
+// n1 = 8g … 8g + 7 of column n2 = col0 + w (w fastest across a warp), i.e. times t0 + i·N2,
+// stored from position p = n2·R + n1 on (one 16-byte run where R % 8 == 0); at n2 ≥ 2 the short
+// conv's taps t − 1, t − 2 are the same rows at p − R, p − 2R.
+struct Vec8Task {
+  int w, n1, n2, t0, p;
+};
+__host__ __device__ __forceinline__ Vec8Task vec8_task(int task, int W, int col0, int N2, int R) {
+  Vec8Task k;
+  k.w = task % W;
+  k.n1 = 8 * (task / W);
+  k.n2 = col0 + k.w;
+  k.t0 = k.n1 * N2 + k.n2;
+  k.p = k.n2 * R + k.n1;
+  return k;
+}
 
 // Launchers, one translation unit per size (hyena_fused_n<size>.cu). prepare_size sets the
 // kernels' shared-memory limits (once, outside any graph capture); col_width is W, the columns

@@ -70,10 +70,12 @@ struct ConvChan {
   float sb, bin;
   const void* row;  // zT + (b·C + ch)·Lp
 };
+// kTaps: the taps loaded (the 8-row path knows K = 3: 5 loads a channel instead of 11).
+template <int kTaps = kMaxK>
 __device__ __forceinline__ ConvChan conv_chan(const PassParams& P, long long b, long long ch) {
   ConvChan c;
 #pragma unroll
-  for (int j = 0; j < kMaxK; ++j) c.w[j] = j < P.K ? P.sw[ch * P.K + j] : 0.0f;
+  for (int j = 0; j < kMaxK; ++j) c.w[j] = j < kTaps && j < P.K ? P.sw[ch * P.K + j] : 0.0f;
   c.sb = P.sb[ch];
   c.bin = P.b_in ? P.b_in[ch] : 0.0f;
   c.row = P.bf16 ? static_cast<const void*>(static_cast<const __nv_bfloat16*>(P.zT) + (b * P.C + ch) * P.Lp)
@@ -120,6 +122,7 @@ struct Source {
   const float* tgrid;
   float decay, shift;    // kSrcFilter: |δ_c|, shift
 };
+template <int kTaps = kMaxK>
 __device__ __forceinline__ Source make_source(const PassParams& P, long long b, long long c) {
   Source s;
   s.mode = P.src;
@@ -131,8 +134,8 @@ __device__ __forceinline__ Source make_source(const PassParams& P, long long b, 
     s.decay = fabsf(P.deltas[c]);
     s.shift = P.shift;
   } else {
-    s.g = conv_chan(P, b, P.g_b * P.D + c);
-    if (P.src == kSrcConvProduct) s.a = conv_chan(P, b, P.g_a * P.D + c);
+    s.g = conv_chan<kTaps>(P, b, P.g_b * P.D + c);
+    if (P.src == kSrcConvProduct) s.a = conv_chan<kTaps>(P, b, P.g_a * P.D + c);
     else s.prev = P.prev + (b * P.D + c) * P.Lp;
   }
   return s;
@@ -389,7 +392,7 @@ __device__ __forceinline__ void fill_col_tile_vec8(const PassParams& P, long lon
   constexpr int TW = W + 1;
   using VM = Vec8Map<N1, W, nth>;
   const int N2 = P.N2, L = static_cast<int>(P.L), R = P.R;
-  const Source sa = make_source(P, b, c), sb = make_source(P, b, c + 1);
+  const Source sa = make_source<3>(P, b, c), sb = make_source<3>(P, b, c + 1);
   const Pos ps = pos_of(P);
 #pragma unroll
   for (int it = 0; it < VM::kIters; ++it) {
@@ -421,8 +424,8 @@ __device__ __forceinline__ void col_epilogue_vec8(const PassParams& P, long long
   const bool is_final = P.dst == kDstFinal;
   ConvChan xa, xb;
   if (is_final) {
-    xa = conv_chan(P, b, c);
-    xb = conv_chan(P, b, c + 1);
+    xa = conv_chan<3>(P, b, c);
+    xb = conv_chan<3>(P, b, c + 1);
   }
   const long long oa = (b * P.out_rows + c) * P.Lp;
 #pragma unroll

@@ -144,16 +144,21 @@ __device__ __forceinline__ void col_inv(const PassParams& P) {
   col_epilogue<N1, W, nth, kVec8>(P, b, c, col0, tid, tile);
 }
 
-// The kernels: the scalar accesses (v13's code), and the 8-row ones (P.vec8) bounded to five
-// blocks an SM, the scalar kernels' occupancy (48 registers; unbounded they take 64).
+// The kernels: the scalar accesses (v13's code), and the 8-row ones (P.vec8) bounded to
+// LONGMIX_FUSED_VEC8_MIN_BLOCKS blocks an SM: 5 is the scalar kernels' occupancy (48 registers,
+// 20-160 bytes of spills at N1 = 512); unbounded (1) they take 64 registers, 4 blocks an SM.
+// Which is faster is not measured yet (bench/NOTES.md, v14).
+#ifndef LONGMIX_FUSED_VEC8_MIN_BLOCKS
+#define LONGMIX_FUSED_VEC8_MIN_BLOCKS 5
+#endif
 template <int N1, typename S>
 __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParams P) { col_fwd<N1, S, false>(P); }
 template <int N1, typename S>
 __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_inv_kernel(PassParams P) { col_inv<N1, S, false>(P); }
 template <int N1, typename S>
-__global__ void __launch_bounds__(ColCfg<N1>::kThreads, 5) col_fwd_vec8_kernel(PassParams P) { col_fwd<N1, S, true>(P); }
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads, LONGMIX_FUSED_VEC8_MIN_BLOCKS) col_fwd_vec8_kernel(PassParams P) { col_fwd<N1, S, true>(P); }
 template <int N1, typename S>
-__global__ void __launch_bounds__(ColCfg<N1>::kThreads, 5) col_inv_vec8_kernel(PassParams P) { col_inv<N1, S, true>(P); }
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads, LONGMIX_FUSED_VEC8_MIN_BLOCKS) col_inv_vec8_kernel(PassParams P) { col_inv<N1, S, true>(P); }
 
 // Row FFTs of size N2, the two rows (k1, N1−k1) of one pair per block.
 // cuFFTDx's default elements per thread (16 at N2 = 512 measured slower: 423 µs against 391 at

@@ -503,7 +503,10 @@ int run_sweep(const SweepOptions& opt) {
         const double reps = std::max<double>(opt.policy.min_reps, std::ceil(opt.policy.min_seconds / t));
         cost = t * (opt.policy.warmup + reps);
       }
-      const bool over = opt.extrapolate && cost > budget - elapsed();
+      // A curve's first two measured rows are taken whatever the budget says: the fit a·g(L) + b
+      // that extrapolates the rest needs two points (a slow start, e.g. the correctness checks
+      // on a loaded machine, would otherwise leave a curve with nothing to fit).
+      const bool over = opt.extrapolate && pts.size() >= 2 && cost > budget - elapsed();
       if (over || deferred.count(impl)) {
         deferred.insert(impl);
         if (!opt.quiet)

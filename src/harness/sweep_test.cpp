@@ -208,6 +208,28 @@ TEST(Sweep, TinyMemoryLimitMakesStandardAttentionOomAndFinishesTheRest) {
   fs::remove_all(dir);
 }
 
+// A budget spent before the first row (0.01 s: the correctness checks alone take longer) still
+// measures the first two lengths of each curve, and extrapolates the rest from them.
+TEST(Sweep, ASpentBudgetStillMeasuresTheFirstTwoRowsOfEachCurve) {
+  const std::string dir = tmpdir("spent");
+  const CliRun r = run_cli("sweep " + kTiny + "--backend cpu --ops flash,hyena --lengths 256,512,1024,2048 "
+                        "--time-budget 0.01 --out " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const std::string op : {"flash", "hyena"}) {
+    const auto rows = read_csv(dir + "/results_" + op + ".csv");
+    ASSERT_EQ(rows.size(), 4u) << op;
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(rows[i].extrapolated, i >= 2) << op << " row " << i;
+      EXPECT_EQ(rows[i].status, "ok") << op << " row " << i;
+      EXPECT_TRUE(rows[i].time_ms.has_value()) << op << " row " << i;
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// The budget counts the whole sweep (the correctness checks too), so on a loaded machine it can
+// be spent before the first row; the first two rows of each curve are measured regardless, and
+// 64k (predicted at ≥ 100× the 512 row) never fits in what is left of 3 s.
 TEST(Sweep, RowsPastTheTimeBudgetAreExtrapolatedAndMarked) {
   const std::string dir = tmpdir("extra");
   const CliRun r = run_cli("sweep " + kTiny + "--backend cpu --ops flash,attention --lengths 256,512,32k,64k "

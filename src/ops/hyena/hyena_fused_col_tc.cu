@@ -47,7 +47,10 @@ constexpr int kSmem = kN1 * kTW * 8;  // the tile, 36 KB
 __device__ unsigned g_dft[kDftWords * 32];
 __global__ void build_dft_kernel() { store_dft(make_dft(threadIdx.x), g_dft, threadIdx.x); }
 
-// exp(i·scale·m) for m = n2·k mod N (N a power of two), the argument centred on [−π, π).
+// exp(i·scale·m) for m = n2·k mod N (N a power of two), the argument centred on [−π, π): the
+// fast __sincosf here, unlike pair::twiddle's exact sincospif, because each of a column's 16
+// slots a lane needs its own (no recurrence across a lane's fragment slots); the centred
+// argument keeps its error near 1e-6.
 __device__ __forceinline__ float2 col_twiddle(int m, int N, float scale) {
   m &= N - 1;
   if (m >= N / 2) m -= N;

@@ -178,12 +178,7 @@ struct FillMap {
 };
 
 using pair::cmul;
-// W_N^{±m} = exp(∓2πi·m/N) for 0 <= m < N, N a power of two (the argument is exact in fp32).
-__device__ __forceinline__ float2 twiddle(int m, int N, float sign) {
-  float s, c;
-  sincospif(sign * 2.0f * float(m) / float(N), &s, &c);
-  return make_float2(c, s);
-}
+using pair::twiddle;
 
 // Pair p of the launch: signal pairs are (batch, channel pair); filter pairs index Dh/2.
 __device__ __forceinline__ void pair_channels(const PassParams& P, long long p, long long* b, long long* c) {

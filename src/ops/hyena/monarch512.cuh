@@ -17,6 +17,7 @@
 #include <cuda_fp16.h>
 
 #include "ops/hyena/mma_sm80.cuh"
+#include "ops/hyena/real_pair.cuh"
 
 namespace longmix::fused::m512 {
 
@@ -36,9 +37,7 @@ __device__ __forceinline__ int slot_k(int g, int q, int j, int c) {
 }
 
 __device__ __forceinline__ float2 w_of(int m, int n) {  // exp(−2πi·m/n), m reduced mod n
-  float s, c;
-  sincospif(-2.0f * float(m & (n - 1)) / float(n), &s, &c);
-  return make_float2(c, s);
+  return pair::twiddle(m & (n - 1), n, -1.0f);
 }
 __device__ __forceinline__ void pack_w(int n, int m0, int m1, unsigned* re, unsigned* im) {
   const float2 a = w_of(m0, n), b = w_of(m1, n);

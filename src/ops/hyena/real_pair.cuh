@@ -17,6 +17,14 @@
 
 namespace longmix::pair {
 
+// W_N^{±m} = exp(∓2πi·m/N) for 0 <= m < N, N a power of two (the argument is exact in fp32):
+// the twiddles of the cuFFTDx column passes and the tensor-core DFT constants (monarch512.cuh).
+__device__ __forceinline__ float2 twiddle(int m, int N, float sign) {
+  float s, c;
+  sincospif(sign * 2.0f * float(m) / float(N), &s, &c);
+  return make_float2(c, s);
+}
+
 __device__ __forceinline__ float2 cmul(float2 a, float2 b) {
   return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }

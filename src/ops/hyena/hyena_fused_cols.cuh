@@ -381,19 +381,25 @@ struct Vec8Map {
   static constexpr int kGroups = N1 / 2 / 8, kTasks = kGroups * W, kIters = (kTasks + nth - 1) / nth;
   static_assert(N1 >= 16, "8-row tasks need N1/2 >= 8");
 };
-template <int N1, int W, int nth>
-__device__ __forceinline__ void fill_col_tile_vec8(const PassParams& P, long long b, long long c, int col0, int tid,
-                                                   float2* tile) {
-  constexpr int TW = W + 1;
+// f(task) for this thread's tasks of the block (vec8_task).
+template <int N1, int W, int nth, typename F>
+__device__ __forceinline__ void for_each_vec8_task(int tid, int col0, int N2, int R, F&& f) {
   using VM = Vec8Map<N1, W, nth>;
-  const int N2 = P.N2, L = static_cast<int>(P.L), R = P.R;
-  const Source sa = make_source<3>(P, b, c), sb = make_source<3>(P, b, c + 1);
-  const Pos ps = pos_of(P);
 #pragma unroll
   for (int it = 0; it < VM::kIters; ++it) {
     const int task = tid + it * nth;
     if (VM::kTasks % nth != 0 && task >= VM::kTasks) break;
-    const Vec8Task k = vec8_task(task, W, col0, N2, R);
+    f(vec8_task(task, W, col0, N2, R));
+  }
+}
+template <int N1, int W, int nth>
+__device__ __forceinline__ void fill_col_tile_vec8(const PassParams& P, long long b, long long c, int col0, int tid,
+                                                   float2* tile) {
+  constexpr int TW = W + 1;
+  const int N2 = P.N2, L = static_cast<int>(P.L), R = P.R;
+  const Source sa = make_source<3>(P, b, c), sb = make_source<3>(P, b, c + 1);
+  const Pos ps = pos_of(P);
+  for_each_vec8_task<N1, W, nth>(tid, col0, N2, R, [&](const Vec8Task& k) {
     const int w = k.w, n1 = k.n1, n2 = k.n2, t0 = k.t0, p = k.p;
     float xa[8] = {}, xb[8] = {};
     if (n1 < R) {  // rows past the run hold times ≥ L: zero
@@ -407,13 +413,12 @@ __device__ __forceinline__ void fill_col_tile_vec8(const PassParams& P, long lon
     }
 #pragma unroll
     for (int i = 0; i < 8; ++i) tile[(n1 + i) * TW + w] = make_float2(xa[i], xb[i]);
-  }
+  });
 }
 template <int N1, int W, int nth>
 __device__ __forceinline__ void col_epilogue_vec8(const PassParams& P, long long b, long long c, int col0, int tid,
                                                   const float2* tile) {
   constexpr int TW = W + 1;
-  using VM = Vec8Map<N1, W, nth>;
   const int N2 = P.N2, L = static_cast<int>(P.L), R = P.R;
   const Pos ps = pos_of(P);
   const bool is_final = P.dst == kDstFinal;
@@ -423,13 +428,9 @@ __device__ __forceinline__ void col_epilogue_vec8(const PassParams& P, long long
     xb = conv_chan<3>(P, b, c + 1);
   }
   const long long oa = (b * P.out_rows + c) * P.Lp;
-#pragma unroll
-  for (int it = 0; it < VM::kIters; ++it) {
-    const int task = tid + it * nth;
-    if (VM::kTasks % nth != 0 && task >= VM::kTasks) break;
-    const Vec8Task k = vec8_task(task, W, col0, N2, R);
+  for_each_vec8_task<N1, W, nth>(tid, col0, N2, R, [&](const Vec8Task& k) {
     const int w = k.w, n1 = k.n1, n2 = k.n2, t0 = k.t0, p = k.p;
-    if (n1 >= R) continue;
+    if (n1 >= R) return;
     float ya[8], yb[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
@@ -444,32 +445,30 @@ __device__ __forceinline__ void col_epilogue_vec8(const PassParams& P, long long
       reinterpret_cast<float4*>(out)[1] = make_float4(ya[4], ya[5], ya[6], ya[7]);
       reinterpret_cast<float4*>(out + P.Lp)[0] = make_float4(yb[0], yb[1], yb[2], yb[3]);
       reinterpret_cast<float4*>(out + P.Lp)[1] = make_float4(yb[4], yb[5], yb[6], yb[7]);
-      continue;
+      return;
     }
     float ga[8], gb[8];
     sconv8(xa, p, n2, t0, L, ps, P.bf16, ga);
     sconv8(xb, p, n2, t0, L, ps, P.bf16, gb);
-    uint4 va, vb;
-    unsigned* ua = &va.x;
-    unsigned* ub = &vb.x;
+    unsigned ua[4], ub[4];  // the 8 outputs of each channel as 4 packed pairs
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const float a0 = ya[2 * k] * ga[2 * k], a1 = ya[2 * k + 1] * ga[2 * k + 1];
-      const float b0 = yb[2 * k] * gb[2 * k], b1 = yb[2 * k + 1] * gb[2 * k + 1];
+    for (int j = 0; j < 4; ++j) {
+      const float a0 = ya[2 * j] * ga[2 * j], a1 = ya[2 * j + 1] * ga[2 * j + 1];
+      const float b0 = yb[2 * j] * gb[2 * j], b1 = yb[2 * j + 1] * gb[2 * j + 1];
       if (P.bf16) {
         const __nv_bfloat162 ha = __floats2bfloat162_rn(a0, a1), hb = __floats2bfloat162_rn(b0, b1);
-        ua[k] = *reinterpret_cast<const unsigned*>(&ha);
-        ub[k] = *reinterpret_cast<const unsigned*>(&hb);
+        ua[j] = *reinterpret_cast<const unsigned*>(&ha);
+        ub[j] = *reinterpret_cast<const unsigned*>(&hb);
       } else {
         const __half2 ha = __floats2half2_rn(a0, a1), hb = __floats2half2_rn(b0, b1);
-        ua[k] = *reinterpret_cast<const unsigned*>(&ha);
-        ub[k] = *reinterpret_cast<const unsigned*>(&hb);
+        ua[j] = *reinterpret_cast<const unsigned*>(&ha);
+        ub[j] = *reinterpret_cast<const unsigned*>(&hb);
       }
     }
     unsigned short* out = static_cast<unsigned short*>(P.out) + oa + p;
-    *reinterpret_cast<uint4*>(out) = va;
-    *reinterpret_cast<uint4*>(out + P.Lp) = vb;
-  }
+    *reinterpret_cast<uint4*>(out) = make_uint4(ua[0], ua[1], ua[2], ua[3]);
+    *reinterpret_cast<uint4*>(out + P.Lp) = make_uint4(ub[0], ub[1], ub[2], ub[3]);
+  });
 }
 
 // pass A's prologue and pass A⁻¹'s epilogue. kVec8 (the kernels for P.vec8): the 8-row path

@@ -146,8 +146,8 @@ __device__ __forceinline__ void col_inv(const PassParams& P) {
 
 // The kernels: the scalar accesses (v13's code), and the 8-row ones (P.vec8) bounded to
 // LONGMIX_FUSED_VEC8_MIN_BLOCKS blocks an SM: 5 is the scalar kernels' occupancy (48 registers,
-// 20-160 bytes of spills at N1 = 512); unbounded (1) they take 64 registers, 4 blocks an SM.
-// Which is faster is not measured yet (bench/NOTES.md, v14).
+// 20-160 bytes of spills at N1 = 512); 4 allows 64 registers; unbounded (1) they take 88-95,
+// 2 blocks an SM. Which is fastest is not measured yet (bench/NOTES.md, v14).
 #ifndef LONGMIX_FUSED_VEC8_MIN_BLOCKS
 #define LONGMIX_FUSED_VEC8_MIN_BLOCKS 5
 #endif

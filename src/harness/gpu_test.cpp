@@ -275,9 +275,9 @@ TEST(GpuHyenaFused, OverlappedFilterPathMatchesTheSerialOne) {
 }
 
 // The column passes' 8-row accesses against the scalar ones, where they apply (R % 8 == 0):
-// L = 1000 (N = 2048 = 32 × 64, R = 16, the last row ragged) and 3072 (64 × 128, R = 24)
-// against float64; L = 65536 (256 × 256 at D = 256, 512 × 128 tall at D = 1024) and 131000
-// (512 × 512, R = 256, ragged) against hyena-cuda. Order 3 (a fp32 prev between the steps) at
+// L = 1000 (N = 4096 = 64 × 64, R = 16, the last row ragged) and 3072 (64 × 128, R = 24)
+// against float64; L = 65536 (256 × 512, R = 128; D = 256 and 1024) and 131000 (512 × 512,
+// R = 256, ragged) against hyena-cuda. Order 3 (a fp32 prev between the steps) at
 // L = 1000; the tensor-core column kernels, which share the prologue and epilogue, at 131000.
 // The two accesses read the same values and differ only in the signal past L (zero or the
 // short conv's bias: never an input of a kept output), so their outputs agree to rounding.

@@ -53,7 +53,9 @@
 //   the last CTA zeroes again, the next item's Q double-buffered and its first K/V tiles loaded
 //   while this item finishes. -lpt (every head's longest block first) at 4k, H = 16: 0.85× cuDNN's
 //   time (the launched grid 1.03×); head-major -persist keeps one head's K/V shared in L2 at
-//   128k (1.00× against 1.04× for -lpt). The tuner picks per shape.
+//   128k (1.00× against 1.04× for -lpt). The tuner picks per shape; since v4 it times random
+//   inputs, the ws- family only on Hopper, and its finalists by median (flash_own_tune; not yet
+//   measured on the H200).
 //
 // Rejected and not yet done: see the "Rejected" notes by the traits below and bench/NOTES.md.
 #include <cuda.h>

@@ -4,11 +4,25 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <vector>
 
 #include "common/cuda_check.h"
 
 namespace longmix::bench {
+
+// A benchmark's main: body() run, and an error it throws (no usable GPU, a bad argument, a
+// failed CUDA call) printed as "name: what" with exit status 1 instead of std::terminate.
+template <typename F>
+int guarded_main(const char* name, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
+}
 
 // Median of >= 10 calls and >= 0.2 s of calls (CUDA events around each), after 3 warm-up calls.
 template <typename F>

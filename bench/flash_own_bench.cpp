@@ -25,7 +25,8 @@ using namespace longmix;
 
 using bench::median_ms;
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   std::vector<std::int64_t> lengths = {4096, 16384, 32768, 131072};
   if (argc > 1) {
     lengths.clear();
@@ -85,4 +86,9 @@ int main(int argc, char** argv) {
   }
   CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
   return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return bench::guarded_main("bench_flash_own", [&] { return run(argc, argv); });
 }

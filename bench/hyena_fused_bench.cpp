@@ -24,7 +24,8 @@
 using namespace longmix;
 using bench::median_ms;
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   std::vector<std::int64_t> lengths = {4096, 131072, 1048576};
   if (argc > 1) {
     lengths.clear();
@@ -41,6 +42,12 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("# %s, fp16, B=1, D=%lld, order 2\n", prop.name, static_cast<long long>(D));
+  // The A/B switches in effect (hyena_fused_options_from_env), so that every log says what ran.
+  std::string switches;
+  for (const char* name : {"LONGMIX_FUSED_SPLIT", "LONGMIX_FUSED_ROW", "LONGMIX_FUSED_COL", "LONGMIX_FUSED_OVERLAP",
+                           "LONGMIX_FUSED_ACCESS", "LONGMIX_GEMM_TUNE"})
+    if (const char* v = std::getenv(name)) switches += std::string(" ") + name + "=" + v;
+  std::printf("# switches:%s\n", switches.empty() ? " none (defaults)" : switches.c_str());
   std::printf("%-8s %-5s %-14s %10s %9s\n", "L", "D", "impl", "ms", "vs_first");
   for (const std::int64_t L : lengths) {
     HyenaConfig cfg;
@@ -70,4 +77,9 @@ int main(int argc, char** argv) {
   }
   CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
   return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return bench::guarded_main("bench_hyena_fused", [&] { return run(argc, argv); });
 }

@@ -73,8 +73,12 @@ struct HyenaView {
 };
 HyenaView view_of(const HyenaWeights& w);
 
-// The implicit filter h: (L, (N-1)D) from the weights alone (SPEC §3 step 4), fp32.
-void hyena_filter_cpu(const HyenaView& w, std::int64_t L, float* h, Allocator& alloc);
+// The implicit filter h from the weights alone (SPEC §3 step 4), fp32: (L, (N-1)D) as the
+// reference holds it (kTimeMajor), or its transpose ((N-1)D, L), one contiguous row a channel
+// (kChannelMajor, what the FFT convolution reads).
+enum class FilterLayout { kTimeMajor, kChannelMajor };
+void hyena_filter_cpu(const HyenaView& w, std::int64_t L, float* h, Allocator& alloc,
+                      FilterLayout layout = FilterLayout::kTimeMajor);
 
 // Reusable state of a CPU forward: FFTW plans per length and, for filter=cached, the filter's
 // spectra. Build once per (weights, L) outside the timed region.
@@ -93,6 +97,8 @@ class HyenaCpuPlan {
   void forward(std::int64_t B, const float* u, float* y, Allocator& alloc);
 
  private:
+  // Steps 4-6 on channel-major rows: zT (B, C, L) -> yT (B, D, L).
+  void core_channel_major(std::int64_t B, const float* zT, float* yT, Allocator& alloc);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   HyenaView w_;

@@ -152,7 +152,8 @@ HyenaView view_of(const HyenaWeights& w) {
   return v;
 }
 
-void hyena_filter_cpu(const HyenaView& w, std::int64_t L, float* h, Allocator& alloc) {
+void hyena_filter_cpu(const HyenaView& w, std::int64_t L, float* h, Allocator& alloc,
+                      FilterLayout layout) {
   const HyenaConfig& cfg = w.cfg;
   LONGMIX_REQUIRE(L > 0 && L <= cfg.l_max, "hyena filter: L=", L, " must be in 1..l_max=",
                   cfg.l_max, " (the filter's time grid is fixed by l_max)");
@@ -173,12 +174,20 @@ void hyena_filter_cpu(const HyenaView& w, std::int64_t L, float* h, Allocator& a
     sin_act(nxt);
     std::swap(cur, nxt);
   }
-  linear(L, Dh, F, cur, w.mlp_weight[cfg.num_linear() - 1], nullptr, h);
+  const float* last = w.mlp_weight[cfg.num_linear() - 1];  // (Dh, F)
+  auto window = [&](std::int64_t i, std::int64_t c) {
+    return std::exp(-w.pos_emb_t[i] * std::fabs(w.modulation_deltas[c])) + cfg.shift;
+  };
+  if (layout == FilterLayout::kTimeMajor) {
+    linear(L, Dh, F, cur, last, nullptr, h);  // (L, Dh)
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < L; ++i) {
-    const float t = w.pos_emb_t[i];
+    for (std::int64_t i = 0; i < L; ++i)
+      for (std::int64_t c = 0; c < Dh; ++c) h[i * Dh + c] *= window(i, c);
+  } else {
+    sgemm(false, true, Dh, L, F, 1.0f, last, F, cur, F, 0.0f, h, L);  // (Dh, L) = W · curᵀ
+#pragma omp parallel for schedule(static)
     for (std::int64_t c = 0; c < Dh; ++c)
-      h[i * Dh + c] *= std::exp(-t * std::fabs(w.modulation_deltas[c])) + cfg.shift;
+      for (std::int64_t i = 0; i < L; ++i) h[c * L + i] *= window(i, c);
   }
 }
 

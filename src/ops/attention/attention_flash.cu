@@ -1369,6 +1369,8 @@ bool ends_with(const std::string& v, const std::string& tail) {
   return v.size() > tail.size() && v.compare(v.size() - tail.size(), tail.size(), tail) == 0;
 }
 bool is_split(const std::string& v) { return ends_with(v, "-split"); }
+// The warp-specialised TMA family (v3), Hopper only.
+bool is_ws(const std::string& v) { return v.rfind("ws-", 0) == 0; }
 bool is_persist(const std::string& v) { return ends_with(v, "-persist") || ends_with(v, "-persist-lpt"); }
 // The first variant of p's head dim (the one "" names).
 std::string default_variant(const AttentionParams& p) {
@@ -1446,7 +1448,7 @@ void flash_own_forward(const AttentionParams& p, DType t, const FlashOwnArgs& a,
                   static_cast<char*>(a.o), a.lse, a.ld_in, a.ld_o, static_cast<int>(p.L), static_cast<int>(p.H),
                   p.softmax_scale() * 1.4426950408889634f};
   const std::string v = variant.empty() ? default_variant(p) : variant;
-  if (v.rfind("ws-", 0) == 0 || v.rfind("wgmma", 0) == 0)
+  if (is_ws(v) || v.rfind("wgmma", 0) == 0)
     LONGMIX_REQUIRE(wgmma_usable(), "flash-own: variant ", v, " needs a compute capability 9.0 (Hopper) GPU");
   for (const Variant& x : kVariants)
     if (x.d == p.d && v == x.name) return x.run(kp, p, a, t, s);
@@ -1461,7 +1463,7 @@ std::vector<std::string> flash_own_tune_candidates(const AttentionParams& p) {
   std::vector<std::string> all = flash_own_variants(p), ws;
   if (!wgmma_usable()) return all;
   for (const auto& v : all)
-    if (v.rfind("ws-", 0) == 0) ws.push_back(v);
+    if (is_ws(v)) ws.push_back(v);
   return ws.empty() ? all : ws;
 }
 

@@ -232,7 +232,10 @@ for stage in "$@"; do
       LONGMIX_FUSED_ACCESS=vec8 sanitize \
         'Ragged/GpuHyena.MatchesFloat64Reference/137:Ragged/GpuHyena.MatchesFloat64Reference/140' access
       for round in 1 2; do
-        for run in "env LONGMIX_FUSED_ACCESS=vec8 $B/bench_hyena_fused" "$B/bench_hyena_fused" $B/bench_hyena_fused_*; do
+        # the packed variants are vec8 builds with other register bounds: run them with vec8
+        runs=("env LONGMIX_FUSED_ACCESS=vec8 $B/bench_hyena_fused" "$B/bench_hyena_fused")
+        for v in $B/bench_hyena_fused_*; do [ -x "$v" ] && runs+=("env LONGMIX_FUSED_ACCESS=vec8 $v"); done
+        for run in "${runs[@]}"; do
           echo "--- ${run//$B\//} round $round" | tee -a $OUT/access.txt
           timeout 150 $run ${ACCESS_L:-4096,32768,131072,1048576} 256 fused 2>&1 | tee -a $OUT/access.txt
           timeout 100 $run ${ACCESS_L1024:-16384,131072} 1024 fused 2>&1 | tee -a $OUT/access.txt

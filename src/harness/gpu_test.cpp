@@ -375,7 +375,7 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   EXPECT_EQ(same.col_fft, ColFft::kAuto);
   EXPECT_FALSE(same.tune_gemm);
   EXPECT_EQ(same.overlap, Overlap::kAuto);
-  EXPECT_EQ(same.col_access, ColAccess::kScalar);
+  EXPECT_EQ(same.col_access, ColAccess::kAuto);
   setenv("LONGMIX_FUSED_SPLIT", "tall", 1);
   setenv("LONGMIX_FUSED_ROW", "direct", 1);
   setenv("LONGMIX_FUSED_COL", "tensor", 1);
@@ -714,6 +714,24 @@ TEST(HyenaFusedVec8Tasks, CoverTheTileOnceWithAlignedRunsOfTheRightTimes) {
       for (std::size_t j = 0; j < seen.size(); ++j) ASSERT_EQ(seen[j], 1) << what << " col0=" << col0 << " slot " << j;
     }
   }
+}
+
+// Where the column passes take the 8-row accesses (host-only): forced either way, or by kAuto from
+// B·D·L = 2^24 on; never where a column's run of R rows is not a multiple of 8.
+TEST(HyenaFusedVec8Choice, AutoFromTheMeasuredSizeOnAndOnlyWhereRunsAlign) {
+  using A = HyenaFusedOptions::ColAccess;
+  HyenaFusedOptions o;
+  EXPECT_EQ(o.col_access, A::kAuto);
+  EXPECT_FALSE(hyena_fused_uses_vec8(o, 1, 256, 4096, 64));        // 4k, D = 256: scalar measured faster
+  EXPECT_TRUE(hyena_fused_uses_vec8(o, 1, 1024, 16384, 32));       // 16k, D = 1024: 2^24
+  EXPECT_TRUE(hyena_fused_uses_vec8(o, 1, 256, 131072, 256));      // 128k, D = 256
+  EXPECT_TRUE(hyena_fused_uses_vec8(o, 4, 256, 16384, 32));        // the batch counts
+  EXPECT_FALSE(hyena_fused_uses_vec8(o, 1, 256, 131000, 256 - 1)); // R % 8 != 0
+  o.col_access = A::kVec8;
+  EXPECT_TRUE(hyena_fused_uses_vec8(o, 1, 256, 4096, 64));
+  EXPECT_FALSE(hyena_fused_uses_vec8(o, 1, 256, 1000, 63));
+  o.col_access = A::kScalar;
+  EXPECT_FALSE(hyena_fused_uses_vec8(o, 1, 256, 1 << 20, 2048));
 }
 
 // The tuner's random inputs: in range, not constant, the same for the same seed.

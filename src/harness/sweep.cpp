@@ -18,6 +18,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 #include <sstream>
 
 #include "git_commit.h"
@@ -340,6 +341,29 @@ std::string environment_json(Backend& be, const SweepOptions& opt) {
   return env.dump();
 }
 
+RowChoice choose_next_row(const std::vector<RowCandidate>& candidates, double time_left_s,
+                          bool budgeted) {
+  RowChoice out;
+  // On a budget: the mandatory rows first, then the cheapest; then (and without a budget: only)
+  // the shortest length, then curve order.
+  std::tuple<int, double, std::int64_t, std::size_t> best{};
+  for (std::size_t k = 0; k < candidates.size(); ++k) {
+    const RowCandidate& c = candidates[k];
+    const bool mandatory = c.measured < 2;
+    if (!mandatory && budgeted && c.cost_s > time_left_s) {
+      out.defer.push_back(k);
+      continue;
+    }
+    const std::tuple<int, double, std::int64_t, std::size_t> key{
+        budgeted && !mandatory ? 1 : 0, budgeted && !mandatory ? c.cost_s : 0.0, c.L, c.curve};
+    if (!out.pick || key < best) {
+      out.pick = k;
+      best = key;
+    }
+  }
+  return out;
+}
+
 int run_sweep(const SweepOptions& opt) {
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
@@ -483,38 +507,60 @@ int run_sweep(const SweepOptions& opt) {
   std::map<std::string, std::vector<std::pair<double, double>>> measured_time;  // impl -> (L, s)
   for (const auto& r : store.rows())
     if (r.status == "ok" && r.time_ms) measured_time[r.impl].push_back({double(r.L), *r.time_ms / 1e3});
-  std::set<std::string> deferred;  // impl|L left to extrapolation
+  std::set<std::string> deferred;  // implementations whose remaining lengths are extrapolated
   const std::size_t total = opt.lengths.size() * plan.size();
   std::size_t done = 0;
-  for (std::int64_t L : opt.lengths) {
-    for (const auto& [op, impl] : plan) {
-      ++done;
-      if (g_stop_requested) break;
-      const Workload w = workload(op, L);
-      if (done_keys.count(row_of(be->name(), impl, w).key())) continue;
-      // Predict this row's cost from the measured rows of its curve.
-      auto& pts = measured_time[impl];
-      double cost = 0;
-      if (!pts.empty()) {
-        std::vector<double> Ls, ts;
-        for (auto& [l, t] : pts) { Ls.push_back(l); ts.push_back(t); }
-        const auto f = fit_model(time_model(op), Ls, ts);
-        const double t = std::max(1e-6, f->predict(L));
-        const double reps = std::max<double>(opt.policy.min_reps, std::ceil(opt.policy.min_seconds / t));
-        cost = t * (opt.policy.warmup + reps);
+  // The predicted cost (s) of measuring impl at L: warm-up and repeats at the time the fit of
+  // its measured rows predicts; 0 while nothing predicts it.
+  auto predict_cost = [&](const std::string& op, const std::string& impl, std::int64_t L) {
+    const auto& pts = measured_time[impl];
+    if (pts.empty()) return 0.0;
+    std::vector<double> Ls, ts;
+    for (auto& [l, t] : pts) { Ls.push_back(l); ts.push_back(t); }
+    const auto f = fit_model(time_model(op), Ls, ts);
+    const double t = std::max(1e-6, f->predict(L));
+    const double reps = std::max<double>(opt.policy.min_reps, std::ceil(opt.policy.min_seconds / t));
+    return t * (opt.policy.warmup + reps);
+  };
+  const bool budgeted = opt.extrapolate && budget < 1e29;
+  std::vector<std::size_t> next(plan.size(), 0);  // each curve's next index into opt.lengths
+  while (!g_stop_requested) {
+    std::vector<RowCandidate> cands;
+    for (std::size_t c = 0; c < plan.size(); ++c) {
+      const auto& [op, impl] = plan[c];
+      if (deferred.count(impl)) continue;
+      // rows already on disk (--resume) count as done
+      while (next[c] < opt.lengths.size() &&
+             done_keys.count(row_of(be->name(), impl, workload(op, opt.lengths[next[c]])).key())) {
+        ++next[c];
+        ++done;
       }
-      // A curve's first two measured rows are taken whatever the budget says: the fit a·g(L) + b
-      // that extrapolates the rest needs two points (a slow start, e.g. the correctness checks
-      // on a loaded machine, would otherwise leave a curve with nothing to fit).
-      const bool over = opt.extrapolate && pts.size() >= 2 && cost > budget - elapsed();
-      if (over || deferred.count(impl)) {
-        deferred.insert(impl);
+      if (next[c] == opt.lengths.size()) continue;
+      const std::int64_t L = opt.lengths[next[c]];
+      cands.push_back({c, L, measured_time[impl].size(), predict_cost(op, impl, L)});
+    }
+    const RowChoice choice = choose_next_row(cands, budget - elapsed(), budgeted);
+    for (std::size_t k : choice.defer) {
+      const std::size_t c = cands[k].curve;
+      const auto& [op, impl] = plan[c];
+      deferred.insert(impl);
+      for (; next[c] < opt.lengths.size(); ++next[c]) {
+        ++done;
         if (!opt.quiet)
-          std::cerr << "[" << done << "/" << total << "] " << impl << " L=" << L
-                    << ": not measured (predicted " << hms(cost) << " > time left "
-                    << hms(std::max(0.0, budget - elapsed())) << "), will be extrapolated\n";
-        continue;
+          std::cerr << "[" << done << "/" << total << "] " << impl << " L=" << opt.lengths[next[c]]
+                    << ": not measured (predicted " << hms(predict_cost(op, impl, opt.lengths[next[c]]))
+                    << " > time left " << hms(std::max(0.0, budget - elapsed()))
+                    << "), will be extrapolated\n";
       }
+    }
+    if (!choice.pick) break;
+    const std::size_t c = cands[*choice.pick].curve;
+    const auto& [op, impl] = plan[c];
+    const std::int64_t L = opt.lengths[next[c]++];
+    ++done;
+    const Workload w = workload(op, L);
+    {
+      auto& pts = measured_time[impl];
       Row r = opt.isolate ? measure_row_isolated(opt, be->name(), impl, w, alloc.cap())
                           : measure_row(*be, impl, w, opt.policy);
       if (r.status == "ok") pts.push_back({double(L), *r.time_ms / 1e3});
@@ -535,7 +581,6 @@ int run_sweep(const SweepOptions& opt) {
                   << "  ETA " << hms(eta) << "\n";
       }
     }
-    if (g_stop_requested) break;
   }
   if (g_stop_requested) {
     std::cerr << "longmix: stopped by signal; every finished row is on disk in " << opt.out

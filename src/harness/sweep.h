@@ -1,6 +1,7 @@
-// A sweep over lengths and implementations: measures rows in order of length, writes each
-// row to disk as soon as it is measured, continues past OOM and errors, keeps to a time
-// budget, and fills lengths it could not measure with marked extrapolations.
+// A sweep over lengths and implementations: measures each curve's rows in order of length,
+// writes each row to disk as soon as it is measured, continues past OOM and errors, keeps to a
+// time budget (on one, the cheapest predicted row of all curves goes first), and fills lengths
+// it could not measure with marked extrapolations.
 #pragma once
 #include <csignal>
 #include <cstdint>
@@ -43,6 +44,27 @@ struct SweepOptions {
 // Default CPU budget (seconds of measurement) that keeps the main job on a 2-core machine
 // near 10 minutes, builds included.
 constexpr double kCpuDefaultBudgetS = 420;
+
+// The sweep's choice of the next row. Each curve (one implementation) offers its shortest
+// unmeasured length, with the number of rows of it measured so far and the predicted cost in
+// seconds of measuring that row (0 if nothing predicts it yet).
+struct RowCandidate {
+  std::size_t curve;
+  std::int64_t L;
+  std::size_t measured;
+  double cost_s;
+};
+struct RowChoice {
+  std::optional<std::size_t> pick;  // index into the candidates; none: nothing left to measure
+  std::vector<std::size_t> defer;   // candidates whose curves stop here (left to extrapolation)
+};
+// A curve's first two rows are always taken (the extrapolating fit needs two points), shortest
+// length first. Without a budget the rest go by length too (curve order on ties). On a budget
+// (`budgeted`), a curve whose next row is predicted to cost more than `time_left_s` stops there,
+// and of the rest the cheapest goes first: a cheap curve (Hyena on the CPU) is not starved by one
+// expensive row of another (standard attention) that happened to come first in length order.
+RowChoice choose_next_row(const std::vector<RowCandidate>& candidates, double time_left_s,
+                          bool budgeted);
 
 // Parses "4k,8k,131072,1M" and ranges "4k..1M" (doubling). Throws InvalidArgument.
 std::vector<std::int64_t> parse_lengths(const std::string& text);

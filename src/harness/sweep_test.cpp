@@ -208,6 +208,34 @@ TEST(Sweep, TinyMemoryLimitMakesStandardAttentionOomAndFinishesTheRest) {
   fs::remove_all(dir);
 }
 
+// The next row: a curve's first two rows always; on a budget, the cheapest of the rest, and a
+// curve whose next row does not fit stops there; without one, by length, then curve order.
+TEST(ChooseNextRow, FirstTwoRowsThenTheCheapestOnABudget) {
+  // curve 0 (flash) and 2 (attention) are past their first two rows at 32k, curve 1 (hyena) at 64k
+  const std::vector<RowCandidate> c = {{0, 32768, 3, 95.0}, {1, 65536, 4, 8.0}, {2, 32768, 3, 250.0}};
+  RowChoice r = choose_next_row(c, 300, true);
+  ASSERT_TRUE(r.pick.has_value());
+  EXPECT_EQ(*r.pick, 1u);  // hyena's 64k before attention's 32k
+  EXPECT_TRUE(r.defer.empty());
+  r = choose_next_row(c, 100, true);  // attention's 32k no longer fits: it stops; hyena first
+  EXPECT_EQ(r.pick, std::optional<std::size_t>(1));
+  EXPECT_EQ(r.defer, (std::vector<std::size_t>{2}));
+  r = choose_next_row(c, 5, true);  // nothing fits
+  EXPECT_FALSE(r.pick.has_value());
+  EXPECT_EQ(r.defer, (std::vector<std::size_t>{0, 1, 2}));
+  // without a budget: by length, then curve order; costs and time left do not matter
+  r = choose_next_row(c, 0, false);
+  EXPECT_EQ(r.pick, std::optional<std::size_t>(0));
+  EXPECT_TRUE(r.defer.empty());
+  // a curve with fewer than two measured rows goes first and is never deferred, even with no
+  // time left and a dearer predicted cost than the others
+  const std::vector<RowCandidate> m = {{0, 8192, 2, 1.0}, {1, 16384, 1, 50.0}, {2, 8192, 0, 0.0}};
+  r = choose_next_row(m, -1, true);
+  EXPECT_EQ(r.pick, std::optional<std::size_t>(2));  // the shorter of the two mandatory rows
+  EXPECT_EQ(r.defer, (std::vector<std::size_t>{0}));
+  EXPECT_FALSE(choose_next_row({}, 100, true).pick.has_value());
+}
+
 // A budget spent before the first row (0.01 s: the correctness checks alone take longer) still
 // measures the first two lengths of each curve, and extrapolates the rest from them.
 TEST(Sweep, ASpentBudgetStillMeasuresTheFirstTwoRowsOfEachCurve) {

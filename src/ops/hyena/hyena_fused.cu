@@ -306,7 +306,7 @@ struct HyenaFusedPlan::Impl {
     PassParams P;
     P.L = L; P.N = N; P.D = D; P.C = C; P.N1 = N1; P.N2 = N2;
     P.R = R; P.Lp = Lp;
-    P.vec8 = opt.col_access == HyenaFusedOptions::ColAccess::kVec8 && R % 8 == 0;
+    P.vec8 = hyena_fused_uses_vec8(opt, B, D, L, R);
     P.K = cfg.short_filter_order;
     P.half_D = D / 2;
     P.bf16 = t == DType::kBF16;
@@ -681,7 +681,7 @@ HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt) {
   env_choice<Overlap>("LONGMIX_FUSED_OVERLAP", {{"off", Overlap::kOff}, {"auto", Overlap::kAuto}, {"on", Overlap::kOn}},
                       &opt.overlap);
   using ColAccess = HyenaFusedOptions::ColAccess;
-  env_choice<ColAccess>("LONGMIX_FUSED_ACCESS", {{"scalar", ColAccess::kScalar}, {"vec8", ColAccess::kVec8}},
+  env_choice<ColAccess>("LONGMIX_FUSED_ACCESS", {{"auto", ColAccess::kAuto}, {"scalar", ColAccess::kScalar}, {"vec8", ColAccess::kVec8}},
                         &opt.col_access);
   return opt;
 }

@@ -95,19 +95,31 @@ struct HyenaFusedOptions {
   Overlap overlap = Overlap::kAuto;
   static constexpr std::int64_t kOverlapMaxL = 32768;
   // How the column passes read and write their time rows (pass A's source, pass A⁻¹'s output):
-  // scalar, one element a thread per access (v13); or kVec8, 8 consecutive rows of a column a
+  // kScalar, one element a thread per access (v13); or kVec8, 8 consecutive rows of a column a
   // thread, one 16-byte access per stored run, where every column's run starts on a multiple of
   // 8 (R % 8 == 0: every power-of-two L from 8·N2 on), the scalar path elsewhere (and for short
-  // filters other than K = 3). kVec8 is opt-in until it is measured on the H200 (bench/NOTES.md,
-  // v14: written and tested here without a GPU).
-  enum class ColAccess { kScalar, kVec8 };
-  ColAccess col_access = ColAccess::kScalar;
+  // filters other than K = 3). kAuto (v14): kVec8 from B·D·L = kVec8MinWork elements on, where it
+  // was measured faster; below, its 8× fewer threads leave the GPU part-empty (H100, fp16, same
+  // call: 4k, D = 256 0.066–0.071 ms against 0.057 scalar; 16k D = 1024, 128k D = 256 and
+  // D = 1024 0.5–1% faster, 1M D = 256 9% faster; bench/NOTES.md v14).
+  enum class ColAccess { kAuto, kScalar, kVec8 };
+  ColAccess col_access = ColAccess::kAuto;
+  static constexpr std::int64_t kVec8MinWork = std::int64_t{1} << 24;
 };
+
+// Whether the column passes take the 8-row accesses: R rows a column (R % 8 == 0 needed),
+// B·D·L elements of signal (kAuto's threshold).
+inline bool hyena_fused_uses_vec8(const HyenaFusedOptions& o, std::int64_t B, std::int64_t D, std::int64_t L,
+                                  std::int64_t R) {
+  using A = HyenaFusedOptions::ColAccess;
+  return R % 8 == 0 && (o.col_access == A::kVec8 ||
+                        (o.col_access == A::kAuto && B * D * L >= HyenaFusedOptions::kVec8MinWork));
+}
 
 // opt with the environment's A/B switches for benchmarks applied, read once where a plan's
 // options are built: LONGMIX_FUSED_SPLIT=wide|tall, LONGMIX_FUSED_ROW=cufftdx|auto|direct,
 // LONGMIX_FUSED_COL=cufftdx|auto|tensor, LONGMIX_FUSED_OVERLAP=off|auto|on,
-// LONGMIX_FUSED_ACCESS=scalar|vec8,
+// LONGMIX_FUSED_ACCESS=auto|scalar|vec8,
 // LONGMIX_GEMM_TUNE=0 (the heuristic's first choices). A value it does not know is an error.
 HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt = {});
 

@@ -20,6 +20,8 @@
 #   sanitizehc  memcheck/racecheck on two hyena-cuda cases (order 2 and 3, L = 77)
 #   flashquick  the flash-own tests and the d = 64 variant benchmark
 #   hyenatests  the Hyena GPU tests only (8 shards)
+#   targets  the issues' target lengths at D = 256 (Hyena 4k, 16k, 128k, 1M; flash 4k, 16k, 128k)
+#            with the reference Hyena and PyTorch's SDPA in the same call: a short sweep
 #   fusedsmem  ncu shared-memory/L1 tables, warp stalls and source counters of the FFT passes (128k)
 #   hyena1024  hyena-fused, hyena-cuda and the reference Hyena at D = 1024, $HYENA1024_L (1M)
 #   fusedbench  bench_hyena_fused (hyena-fused, its cached filter, hyena-cuda; $FUSED_BENCH_L,
@@ -313,6 +315,18 @@ for stage in "$@"; do
         --out /tmp/fq --quiet 2>&1 | tail -2 | tee -a $LOG
       cut -d, -f1-3,9,22 /tmp/fq/results_hyena.csv | tee -a $LOG
       cp /tmp/fq/results_hyena.csv $OUT/fusedquick_results_hyena.csv
+      ;;
+    targets)  # the issues' target lengths only, D = 256, peers in the same call (~2–3 min): Hyena
+      # (both impls, l_max 1M) at 4k, 16k, 128k, 1M with the reference Hyena; flash (every impl) at
+      # 4k, 16k, 128k with PyTorch's flash and cuDNN SDPA; one folder each in targets.tgz
+      timeout 200 $B/longmix sweep --ops hyena --lengths 4k,16k,128k,1M --out $OUT/t_hyena --quiet 2>&1 | tail -2 | tee -a $LOG
+      timeout 150 $B/longmix sweep --ops flash --lengths 4k,16k,128k --out $OUT/t_flash --quiet 2>&1 | tail -2 | tee -a $LOG
+      PYTHONUNBUFFERED=1 timeout 120 $PY bench/peers/peers.py --lengths 4k,16k,128k,1M --impls torch-hyena \
+        --scopes layer --l-max 1M --out $OUT/t_hyena/peers.json 2>&1 | tail -1 | tee -a $LOG
+      PYTHONUNBUFFERED=1 timeout 90 $PY bench/peers/peers.py --lengths 4k,16k,128k --impls torch-sdpa-flash,torch-sdpa-cudnn \
+        --scopes layer --out $OUT/t_flash/peers.json 2>&1 | tail -1 | tee -a $LOG
+      cut -d, -f1-3,9,22 $OUT/t_hyena/results_hyena.csv $OUT/t_flash/results_flash.csv | tee -a $LOG
+      tar -C $OUT -czf $OUT/$stage.tgz t_hyena t_flash && rm -rf $OUT/t_hyena $OUT/t_flash
       ;;
     hyenatests)  # the Hyena GPU tests alone (both impls), 8 shards
       hyena_tests

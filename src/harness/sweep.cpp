@@ -502,8 +502,11 @@ int run_sweep(const SweepOptions& opt) {
 
   // --- rows ---------------------------------------------------------------------------------------
   if (opt.isolate) be->release_cached();  // the row processes get the device's memory
-  const double budget = opt.time_budget_s ? *opt.time_budget_s
-                        : be->name() == "cpu" ? kCpuDefaultBudgetS : 1e30;
+  // seconds for the whole sweep; none on the GPU unless --time-budget gives one
+  const std::optional<double> budget = opt.time_budget_s ? opt.time_budget_s
+                                       : be->name() == "cpu" ? std::optional<double>(kCpuDefaultBudgetS)
+                                                             : std::nullopt;
+  auto time_left = [&] { return budget ? *budget - elapsed() : 0.0; };
   std::map<std::string, std::vector<std::pair<double, double>>> measured_time;  // impl -> (L, s)
   for (const auto& r : store.rows())
     if (r.status == "ok" && r.time_ms) measured_time[r.impl].push_back({double(r.L), *r.time_ms / 1e3});
@@ -522,14 +525,13 @@ int run_sweep(const SweepOptions& opt) {
     const double reps = std::max<double>(opt.policy.min_reps, std::ceil(opt.policy.min_seconds / t));
     return t * (opt.policy.warmup + reps);
   };
-  const bool budgeted = opt.extrapolate && budget < 1e29;
+  const bool budgeted = opt.extrapolate && budget.has_value();
   std::vector<std::size_t> next(plan.size(), 0);  // each curve's next index into opt.lengths
   while (!g_stop_requested) {
     std::vector<RowCandidate> cands;
     for (std::size_t c = 0; c < plan.size(); ++c) {
       const auto& [op, impl] = plan[c];
-      if (deferred.count(impl)) continue;
-      // rows already on disk (--resume) count as done
+      // a deferred curve's next[c] is at the end; rows already on disk (--resume) count as done
       while (next[c] < opt.lengths.size() &&
              done_keys.count(row_of(be->name(), impl, workload(op, opt.lengths[next[c]])).key())) {
         ++next[c];
@@ -539,7 +541,7 @@ int run_sweep(const SweepOptions& opt) {
       const std::int64_t L = opt.lengths[next[c]];
       cands.push_back({c, L, measured_time[impl].size(), predict_cost(op, impl, L)});
     }
-    const RowChoice choice = choose_next_row(cands, budget - elapsed(), budgeted);
+    const RowChoice choice = choose_next_row(cands, time_left(), budgeted);
     for (std::size_t k : choice.defer) {
       const std::size_t c = cands[k].curve;
       const auto& [op, impl] = plan[c];
@@ -549,7 +551,7 @@ int run_sweep(const SweepOptions& opt) {
         if (!opt.quiet)
           std::cerr << "[" << done << "/" << total << "] " << impl << " L=" << opt.lengths[next[c]]
                     << ": not measured (predicted " << hms(predict_cost(op, impl, opt.lengths[next[c]]))
-                    << " > time left " << hms(std::max(0.0, budget - elapsed()))
+                    << " > time left " << hms(std::max(0.0, time_left()))
                     << "), will be extrapolated\n";
       }
     }
@@ -559,27 +561,25 @@ int run_sweep(const SweepOptions& opt) {
     const std::int64_t L = opt.lengths[next[c]++];
     ++done;
     const Workload w = workload(op, L);
-    {
-      auto& pts = measured_time[impl];
-      Row r = opt.isolate ? measure_row_isolated(opt, be->name(), impl, w, alloc.cap())
-                          : measure_row(*be, impl, w, opt.policy);
-      if (r.status == "ok") pts.push_back({double(L), *r.time_ms / 1e3});
-      store.add(r);
-      if (!opt.quiet) {
-        char buf[512];
-        if (r.status == "ok")
-          std::snprintf(buf, sizeof buf, "%.4g ms (min %.4g, max %.4g, %d reps), peak %.4f GiB, work %.4f GiB",
-                        *r.time_ms, *r.time_min_ms, *r.time_max_ms, r.reps, *r.mem_GB, *r.work_GB);
-        else
-          std::snprintf(buf, sizeof buf, "%s: %s", r.status.c_str(), r.note.c_str());
-        const double el = elapsed();
-        const double eta = done ? el / done * (total - done) : 0;
-        const int width = 24, fill = static_cast<int>(width * done / std::max<std::size_t>(1, total));
-        std::cerr << "[" << done << "/" << total << "] " << impl << " L=" << L << ": " << buf << "\n"
-                  << "  [" << std::string(fill, '#') << std::string(width - fill, '.') << "] "
-                  << 100 * done / std::max<std::size_t>(1, total) << "%  elapsed " << hms(el)
-                  << "  ETA " << hms(eta) << "\n";
-      }
+    auto& pts = measured_time[impl];
+    Row r = opt.isolate ? measure_row_isolated(opt, be->name(), impl, w, alloc.cap())
+                        : measure_row(*be, impl, w, opt.policy);
+    if (r.status == "ok") pts.push_back({double(L), *r.time_ms / 1e3});
+    store.add(r);
+    if (!opt.quiet) {
+      char buf[512];
+      if (r.status == "ok")
+        std::snprintf(buf, sizeof buf, "%.4g ms (min %.4g, max %.4g, %d reps), peak %.4f GiB, work %.4f GiB",
+                      *r.time_ms, *r.time_min_ms, *r.time_max_ms, r.reps, *r.mem_GB, *r.work_GB);
+      else
+        std::snprintf(buf, sizeof buf, "%s: %s", r.status.c_str(), r.note.c_str());
+      const double el = elapsed();
+      const double eta = done ? el / done * (total - done) : 0;
+      const int width = 24, fill = static_cast<int>(width * done / std::max<std::size_t>(1, total));
+      std::cerr << "[" << done << "/" << total << "] " << impl << " L=" << L << ": " << buf << "\n"
+                << "  [" << std::string(fill, '#') << std::string(width - fill, '.') << "] "
+                << 100 * done / std::max<std::size_t>(1, total) << "%  elapsed " << hms(el)
+                << "  ETA " << hms(eta) << "\n";
     }
   }
   if (g_stop_requested) {

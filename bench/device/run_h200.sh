@@ -53,6 +53,11 @@
 #            tuner's), the Hyena GPU tests and memcheck/racecheck on two L = 1000 cases with vec8,
 #            bench_hyena_fused at $ACCESS_L (D = 256) and $ACCESS_L1024 (D = 1024), two rounds,
 #            ncu kernel times at 128k of both accesses
+#   access2  v15: the signal's pass A on its own access (LONGMIX_FUSED_SIGNAL_ACCESS), the 8-row
+#            kernels' per-N1 bound and the 8-row cut below B·D·L = 2^24, same binary, same call,
+#            two rounds ($ACCESS2_L* lengths); the GpuHyenaFused and Hyena GPU tests at the
+#            defaults, memcheck and a racecheck without cuBLAS's nvjet kernels on two L = 1000
+#            cases, ncu kernel times at 128k of the default and of the signal's pass A scalar
 #   persist  the flash-own tests and sanitizers, then bench_flash_own of the -persist variants
 #            beside the launched grids ($PERSIST_IMPLS) at $FLASH_BENCH_L, two rounds
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
@@ -251,6 +256,48 @@ for stage in "$@"; do
       LONGMIX_FUSED_ACCESS=vec8 ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_access_vec8.txt
       ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_access_scalar.txt
       tar -C $OUT -czf $OUT/ncu_access.tgz ncu_access_vec8.txt ncu_access_scalar.txt && rm -f $OUT/ncu_access_*.txt
+      ;;
+    access2)  # v15 (signal pass access, the N1 = 1024 bound, the 8-row cut), same binary, same call
+      timeout 300 $B/gpu_test --gtest_filter='GpuHyenaFused.*:HyenaFusedOptionsFromEnv.*:HyenaFusedVec8Choice.*' \
+        > $OUT/gpu_test_fused.log 2>&1
+      echo "GpuHyenaFused rc=$?" | tee -a $LOG
+      grep -E "^\[  (PASSED|FAILED) |vs scalar|FAILED  \]|Failure|Expected" $OUT/gpu_test_fused.log | tee -a $LOG
+      hyena_tests
+      f='Ragged/GpuHyena.MatchesFloat64Reference/137:Ragged/GpuHyena.MatchesFloat64Reference/140'
+      LONGMIX_FUSED_ACCESS=vec8 LONGMIX_FUSED_SIGNAL_ACCESS=scalar timeout 300 compute-sanitizer --tool memcheck \
+        --error-exitcode 9 $B/gpu_test --gtest_filter="$f" > $OUT/sanitizer_mixed_memcheck.log 2>&1
+      echo "memcheck (mixed) rc=$? $(tail -1 $OUT/sanitizer_mixed_memcheck.log)" | tee -a $LOG
+      LONGMIX_FUSED_ACCESS=vec8 timeout 300 compute-sanitizer --tool racecheck --kernel-name-exclude kns=nvjet \
+        --error-exitcode 9 $B/gpu_test --gtest_filter="$f" > $OUT/sanitizer_vec8_racecheck.log 2>&1
+      echo "racecheck (vec8, no nvjet) rc=$? $(tail -1 $OUT/sanitizer_vec8_racecheck.log)" | tee -a $LOG
+      big256=${ACCESS2_L_BIG:-131072,524288,1048576} big1024=${ACCESS2_L1024_BIG:-16384,131072,1048576}
+      small256=${ACCESS2_L_SMALL:-4096,8192,16384,32768} small1024=${ACCESS2_L1024_SMALL:-4096,8192}
+      ab() {  # LABEL LENGTHS D ENV... : one bench_hyena_fused run
+        local label=$1 lens=$2 D=$3; shift 3
+        echo "--- $label D $D round $round" | tee -a $OUT/access2.txt
+        timeout 150 env "$@" $BIN $lens $D fused 2>&1 | tee -a $OUT/access2.txt
+      }
+      for round in 1 2; do
+        BIN=$B/bench_hyena_fused
+        ab default $big256 256 X=1; ab default $big1024 1024 X=1
+        ab signal-scalar $big256 256 LONGMIX_FUSED_SIGNAL_ACCESS=scalar
+        ab signal-scalar $big1024 1024 LONGMIX_FUSED_SIGNAL_ACCESS=scalar
+        ab scalar $big256 256 LONGMIX_FUSED_ACCESS=scalar; ab scalar $big1024 1024 LONGMIX_FUSED_ACCESS=scalar
+        ab default $small256 256 X=1; ab default $small1024 1024 X=1
+        ab vec8 $small256 256 LONGMIX_FUSED_ACCESS=vec8; ab vec8 $small1024 1024 LONGMIX_FUSED_ACCESS=vec8
+        ab vec8-signal-scalar $small256 256 LONGMIX_FUSED_ACCESS=vec8 LONGMIX_FUSED_SIGNAL_ACCESS=scalar
+        ab vec8-signal-scalar $small1024 1024 LONGMIX_FUSED_ACCESS=vec8 LONGMIX_FUSED_SIGNAL_ACCESS=scalar
+        for v in $B/bench_hyena_fused_*; do  # the packed variants (other bounds), 8-row forced
+          [ -x "$v" ] || continue
+          BIN=$v
+          ab "$(basename $v)" 524288,1048576 256 LONGMIX_FUSED_ACCESS=vec8
+          ab "$(basename $v)" 1048576 1024 LONGMIX_FUSED_ACCESS=vec8
+        done
+      done
+      grep -E "^---|fused " $OUT/access2.txt > $OUT/access2_short.txt
+      ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_v15_default.txt
+      LONGMIX_FUSED_SIGNAL_ACCESS=scalar ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_v15_signal_scalar.txt
+      tar -C $OUT -czf $OUT/ncu_access2.tgz ncu_v15_default.txt ncu_v15_signal_scalar.txt && rm -f $OUT/ncu_v15_*.txt
       ;;
     persist)  # the flash-own tests, sanitizers, and the persistent grid against the launched one (two rounds)
       timeout 240 $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*' > $OUT/gpu_test_flash.log 2>&1

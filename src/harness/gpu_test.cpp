@@ -280,7 +280,8 @@ TEST(GpuHyenaFused, OverlappedFilterPathMatchesTheSerialOne) {
 // R = 256, ragged) against hyena-cuda. Order 3 (a fp32 prev between the steps) at
 // L = 1000; the tensor-core column kernels, which share the prologue and epilogue, at 131000.
 // The two accesses read the same values and differ only in the signal past L (zero or the
-// short conv's bias: never an input of a kept output), so their outputs agree to rounding.
+// short conv's bias: never an input of a kept output), so their outputs agree to rounding; so
+// do the mixed choices (the signal's pass A on the other access than the other two passes).
 TEST(GpuHyenaFused, EightRowColumnAccessesMatchTheScalarOnes) {
   REQUIRE_GPU(be);
   using ColAccess = HyenaFusedOptions::ColAccess;
@@ -300,21 +301,33 @@ TEST(GpuHyenaFused, EightRowColumnAccessesMatchTheScalarOnes) {
     const bool exact = k.L <= 4096;
     const std::vector<double> ref = exact ? reference_output(p) : hyena_cuda_output(*be, p);
     OwnedCudaContext tc(be->allocator());
-    std::vector<float> out[2];
-    for (const ColAccess acc : {ColAccess::kScalar, ColAccess::kVec8}) {
+    // (the other column passes, the signal's pass A): both scalar first, then both 8-row, and
+    // each mixed choice (signal_access overriding col_access for that pass)
+    const std::pair<ColAccess, ColAccess> choices[] = {{ColAccess::kScalar, ColAccess::kScalar},
+                                                       {ColAccess::kVec8, ColAccess::kAuto},
+                                                       {ColAccess::kVec8, ColAccess::kScalar},
+                                                       {ColAccess::kScalar, ColAccess::kVec8}};
+    std::vector<float> scalar_out;
+    for (const auto& [acc, sig] : choices) {
       HyenaFusedOptions opt;
       opt.col_access = acc;
+      opt.signal_access = sig;
       opt.col_fft = k.col;
-      out[acc == ColAccess::kVec8] = fused_output(p, tc.ctx, opt);
-      expect_fused_close(out[acc == ColAccess::kVec8], ref,
+      const std::string name = std::string("access=") + (acc == ColAccess::kVec8 ? "8-row" : "scalar") +
+                               " signal=" + (sig == ColAccess::kAuto ? "same" : sig == ColAccess::kVec8 ? "8-row" : "scalar");
+      const std::vector<float> out = fused_output(p, tc.ctx, opt);
+      expect_fused_close(out, ref,
                          "D=" + std::to_string(64 * k.H) + " L=" + std::to_string(k.L) + " order " +
-                             std::to_string(k.order) + (k.col == ColFft::kTensor ? " tensor columns" : "") +
-                             " access=" + (acc == ColAccess::kVec8 ? "8-row" : "scalar") + " vs " +
-                             (exact ? "float64" : "hyena-cuda"));
+                             std::to_string(k.order) + (k.col == ColFft::kTensor ? " tensor columns " : " ") + name +
+                             " vs " + (exact ? "float64" : "hyena-cuda"));
+      if (acc == ColAccess::kScalar && sig == ColAccess::kScalar) {
+        scalar_out = out;
+        continue;
+      }
+      const auto c = compare(out, std::vector<double>(scalar_out.begin(), scalar_out.end()));
+      std::printf("hyena-fused L=%lld %s vs scalar: %s\n", static_cast<long long>(k.L), name.c_str(), c.summary().c_str());
+      EXPECT_LE(c.rel_l2, 1e-3) << "L=" << k.L << " " << name << ": " << c.summary();
     }
-    const auto c = compare(out[1], std::vector<double>(out[0].begin(), out[0].end()));
-    std::printf("hyena-fused L=%lld 8-row vs scalar: %s\n", static_cast<long long>(k.L), c.summary().c_str());
-    EXPECT_LE(c.rel_l2, 1e-3) << "L=" << k.L << ": " << c.summary();
   }
   be->release_cached();
 }
@@ -365,7 +378,7 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   using Overlap = HyenaFusedOptions::Overlap;
   using ColAccess = HyenaFusedOptions::ColAccess;
   const char* names[] = {"LONGMIX_FUSED_SPLIT", "LONGMIX_FUSED_ROW", "LONGMIX_FUSED_COL", "LONGMIX_GEMM_TUNE",
-                         "LONGMIX_FUSED_OVERLAP", "LONGMIX_FUSED_ACCESS"};
+                         "LONGMIX_FUSED_OVERLAP", "LONGMIX_FUSED_ACCESS", "LONGMIX_FUSED_SIGNAL_ACCESS"};
   for (const char* n : names) unsetenv(n);
   HyenaFusedOptions base;
   base.tune_gemm = false;
@@ -376,15 +389,18 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   EXPECT_FALSE(same.tune_gemm);
   EXPECT_EQ(same.overlap, Overlap::kAuto);
   EXPECT_EQ(same.col_access, ColAccess::kAuto);
+  EXPECT_EQ(same.signal_access, ColAccess::kAuto);
   setenv("LONGMIX_FUSED_SPLIT", "tall", 1);
   setenv("LONGMIX_FUSED_ROW", "direct", 1);
   setenv("LONGMIX_FUSED_COL", "tensor", 1);
   setenv("LONGMIX_GEMM_TUNE", "1", 1);
   setenv("LONGMIX_FUSED_OVERLAP", "off", 1);
   setenv("LONGMIX_FUSED_ACCESS", "vec8", 1);
+  setenv("LONGMIX_FUSED_SIGNAL_ACCESS", "scalar", 1);
   const HyenaFusedOptions set = hyena_fused_options_from_env(base);
   EXPECT_EQ(set.overlap, Overlap::kOff);
   EXPECT_EQ(set.col_access, ColAccess::kVec8);
+  EXPECT_EQ(set.signal_access, ColAccess::kScalar);
   EXPECT_EQ(set.split, Split::kTall);
   EXPECT_EQ(set.row_fft, RowFft::kTensorDirect);
   EXPECT_EQ(set.col_fft, ColFft::kTensor);
@@ -732,6 +748,24 @@ TEST(HyenaFusedVec8Choice, AutoFromTheMeasuredSizeOnAndOnlyWhereRunsAlign) {
   EXPECT_FALSE(hyena_fused_uses_vec8(o, 1, 256, 1000, 63));
   o.col_access = A::kScalar;
   EXPECT_FALSE(hyena_fused_uses_vec8(o, 1, 256, 1 << 20, 2048));
+}
+
+// The signal's pass A: kAuto follows the other column passes, either choice overrides them for
+// that pass alone, and no choice takes the 8-row path where the runs do not align.
+TEST(HyenaFusedVec8Choice, SignalPassFollowsOrOverridesTheColumnChoice) {
+  using A = HyenaFusedOptions::ColAccess;
+  HyenaFusedOptions o;
+  EXPECT_EQ(o.signal_access, A::kAuto);
+  EXPECT_EQ(hyena_fused_signal_uses_vec8(o, 1, 256, 131072, 256), hyena_fused_uses_vec8(o, 1, 256, 131072, 256));
+  EXPECT_EQ(hyena_fused_signal_uses_vec8(o, 1, 256, 4096, 64), hyena_fused_uses_vec8(o, 1, 256, 4096, 64));
+  o.signal_access = A::kScalar;
+  EXPECT_FALSE(hyena_fused_signal_uses_vec8(o, 1, 256, 131072, 256));
+  EXPECT_TRUE(hyena_fused_uses_vec8(o, 1, 256, 131072, 256));  // the other passes keep theirs
+  o.signal_access = A::kVec8;
+  o.col_access = A::kScalar;
+  EXPECT_TRUE(hyena_fused_signal_uses_vec8(o, 1, 256, 4096, 64));
+  EXPECT_FALSE(hyena_fused_uses_vec8(o, 1, 256, 4096, 64));
+  EXPECT_FALSE(hyena_fused_signal_uses_vec8(o, 1, 256, 1000, 63));
 }
 
 // The tuner's random inputs: in range, not constant, the same for the same seed.

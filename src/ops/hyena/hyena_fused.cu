@@ -398,6 +398,7 @@ struct HyenaFusedPlan::Impl {
       P.g_a = order;
       P.g_b = order - 1 - o;
       P.src = o == 0 ? fused::kSrcConvProduct : fused::kSrcPrevTimesConv;
+      P.vec8 = hyena_fused_signal_uses_vec8(opt, B, D, L, R);
       P.prev = reinterpret_cast<const float*>(R2());
       P.T = Ts;
       P.Tf = Tf();
@@ -408,6 +409,7 @@ struct HyenaFusedPlan::Impl {
       P.dst = last ? fused::kDstFinal : fused::kDstPrev;
       P.out = last ? yg : static_cast<void*>(R2());
       P.out_rows = D;
+      P.vec8 = hyena_fused_uses_vec8(opt, B, D, L, R);
       col(false, P, B * D / 2);
     }
     if (core) {
@@ -683,6 +685,9 @@ HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt) {
   using ColAccess = HyenaFusedOptions::ColAccess;
   env_choice<ColAccess>("LONGMIX_FUSED_ACCESS", {{"auto", ColAccess::kAuto}, {"scalar", ColAccess::kScalar}, {"vec8", ColAccess::kVec8}},
                         &opt.col_access);
+  env_choice<ColAccess>("LONGMIX_FUSED_SIGNAL_ACCESS",
+                        {{"auto", ColAccess::kAuto}, {"scalar", ColAccess::kScalar}, {"vec8", ColAccess::kVec8}},
+                        &opt.signal_access);
   return opt;
 }
 

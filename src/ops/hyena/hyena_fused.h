@@ -105,6 +105,12 @@ struct HyenaFusedOptions {
   enum class ColAccess { kAuto, kScalar, kVec8 };
   ColAccess col_access = ColAccess::kAuto;
   static constexpr std::int64_t kVec8MinWork = std::int64_t{1} << 24;
+  // The signal's pass A alone (its source gathers two streams a channel, x0 and v through the
+  // short convs: six 16-byte loads a task with the 8-row path against the filter's one): kAuto
+  // follows col_access; kScalar or kVec8 force it for that pass only (ncu on the H100 at 128k,
+  // D = 256: 297.8 µs scalar against 329.1 µs 8-row, while the other two column passes gained;
+  // bench/NOTES.md v14, v15).
+  ColAccess signal_access = ColAccess::kAuto;
 };
 
 // Whether the column passes take the 8-row accesses: R rows a column (R % 8 == 0 needed),
@@ -115,11 +121,18 @@ inline bool hyena_fused_uses_vec8(const HyenaFusedOptions& o, std::int64_t B, st
   return R % 8 == 0 && (o.col_access == A::kVec8 ||
                         (o.col_access == A::kAuto && B * D * L >= HyenaFusedOptions::kVec8MinWork));
 }
+// The same for the signal's pass A (signal_access; kAuto: as the other column passes).
+inline bool hyena_fused_signal_uses_vec8(const HyenaFusedOptions& o, std::int64_t B, std::int64_t D, std::int64_t L,
+                                         std::int64_t R) {
+  using A = HyenaFusedOptions::ColAccess;
+  if (o.signal_access == A::kAuto) return hyena_fused_uses_vec8(o, B, D, L, R);
+  return R % 8 == 0 && o.signal_access == A::kVec8;
+}
 
 // opt with the environment's A/B switches for benchmarks applied, read once where a plan's
 // options are built: LONGMIX_FUSED_SPLIT=wide|tall, LONGMIX_FUSED_ROW=cufftdx|auto|direct,
 // LONGMIX_FUSED_COL=cufftdx|auto|tensor, LONGMIX_FUSED_OVERLAP=off|auto|on,
-// LONGMIX_FUSED_ACCESS=auto|scalar|vec8,
+// LONGMIX_FUSED_ACCESS=auto|scalar|vec8, LONGMIX_FUSED_SIGNAL_ACCESS=auto|scalar|vec8,
 // LONGMIX_GEMM_TUNE=0 (the heuristic's first choices). A value it does not know is an error.
 HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt = {});
 

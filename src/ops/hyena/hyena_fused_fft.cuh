@@ -145,20 +145,30 @@ __device__ __forceinline__ void col_inv(const PassParams& P) {
 }
 
 // The kernels: the scalar accesses (v13's code), and the 8-row ones (P.vec8) bounded to
-// LONGMIX_FUSED_VEC8_MIN_BLOCKS blocks an SM: 5 is the scalar kernels' occupancy (48 registers,
-// 20-160 bytes of spills at N1 = 512); 4 allows 64 registers; unbounded (1) they take 88-95,
-// 2 blocks an SM. Which is fastest is not measured yet (bench/NOTES.md, v14).
+// vec8_min_blocks<N1>() blocks an SM: 5 is the scalar kernels' occupancy (48 registers, 20-160
+// bytes of spills at N1 = 512); 4 allows 64 registers; unbounded (1) they take 88-95, 2 blocks an
+// SM. Measured on the H100 (bench/NOTES.md v14): 5 fastest at N1 = 512 (128k: 1.08 ms against
+// 1.11 with 4), 4 at N1 = 1024 (1M, D = 256: 9.93-9.96 ms against 10.55-10.57 with 5), so N1 =
+// 1024 takes LONGMIX_FUSED_VEC8_MIN_BLOCKS_N1024 (v15), every other size
+// LONGMIX_FUSED_VEC8_MIN_BLOCKS (either macro set at build time for the A/B variants).
 #ifndef LONGMIX_FUSED_VEC8_MIN_BLOCKS
 #define LONGMIX_FUSED_VEC8_MIN_BLOCKS 5
 #endif
+#ifndef LONGMIX_FUSED_VEC8_MIN_BLOCKS_N1024
+#define LONGMIX_FUSED_VEC8_MIN_BLOCKS_N1024 4
+#endif
+template <int N1>
+constexpr int vec8_min_blocks() {
+  return N1 == 1024 ? LONGMIX_FUSED_VEC8_MIN_BLOCKS_N1024 : LONGMIX_FUSED_VEC8_MIN_BLOCKS;
+}
 template <int N1, typename S>
 __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParams P) { col_fwd<N1, S, false>(P); }
 template <int N1, typename S>
 __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_inv_kernel(PassParams P) { col_inv<N1, S, false>(P); }
 template <int N1, typename S>
-__global__ void __launch_bounds__(ColCfg<N1>::kThreads, LONGMIX_FUSED_VEC8_MIN_BLOCKS) col_fwd_vec8_kernel(PassParams P) { col_fwd<N1, S, true>(P); }
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads, vec8_min_blocks<N1>()) col_fwd_vec8_kernel(PassParams P) { col_fwd<N1, S, true>(P); }
 template <int N1, typename S>
-__global__ void __launch_bounds__(ColCfg<N1>::kThreads, LONGMIX_FUSED_VEC8_MIN_BLOCKS) col_inv_vec8_kernel(PassParams P) { col_inv<N1, S, true>(P); }
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads, vec8_min_blocks<N1>()) col_inv_vec8_kernel(PassParams P) { col_inv<N1, S, true>(P); }
 
 // Row FFTs of size N2, the two rows (k1, N1−k1) of one pair per block.
 // cuFFTDx's default elements per thread (16 at N2 = 512 measured slower: 423 µs against 391 at

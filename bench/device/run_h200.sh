@@ -57,7 +57,8 @@
 #            kernels' per-N1 bound and the 8-row cut below B·D·L = 2^24, same binary, same call,
 #            two rounds ($ACCESS2_L* lengths); the GpuHyenaFused and Hyena GPU tests at the
 #            defaults, memcheck and a racecheck without cuBLAS's nvjet kernels on two L = 1000
-#            cases, ncu kernel times at 128k of the default and of the signal's pass A scalar
+#            cases, ncu kernel times at 128k of the default and of the signal's pass A scalar, and
+#            the FFT passes' sections (stalls, occupancy, memory) with the signal's pass A either way
 #   persist  the flash-own tests and sanitizers, then bench_flash_own of the -persist variants
 #            beside the launched grids ($PERSIST_IMPLS) at $FLASH_BENCH_L, two rounds
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
@@ -297,7 +298,11 @@ for stage in "$@"; do
       grep -E "^---|fused " $OUT/access2.txt > $OUT/access2_short.txt
       ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_v15_default.txt
       LONGMIX_FUSED_SIGNAL_ACCESS=scalar ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_v15_signal_scalar.txt
-      tar -C $OUT -czf $OUT/ncu_access2.tgz ncu_v15_default.txt ncu_v15_signal_scalar.txt && rm -f $OUT/ncu_v15_*.txt
+      for acc in vec8 scalar; do  # the four FFT passes' stall reasons, the signal's pass A either way
+        LONGMIX_FUSED_SIGNAL_ACCESS=$acc ncu_fused_passes $OUT/ncu_v15_passes_signal_$acc.txt --section SpeedOfLight \
+          --section Occupancy --section WarpStateStats --section LaunchStats --section MemoryWorkloadAnalysis
+      done
+      tar -C $OUT -czf $OUT/ncu_access2.tgz ncu_v15_*.txt && rm -f $OUT/ncu_v15_*.txt
       ;;
     persist)  # the flash-own tests, sanitizers, and the persistent grid against the launched one (two rounds)
       timeout 240 $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*' > $OUT/gpu_test_flash.log 2>&1

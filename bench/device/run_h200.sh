@@ -59,6 +59,12 @@
 #            defaults, memcheck and a racecheck without cuBLAS's nvjet kernels on two L = 1000
 #            cases, ncu kernel times at 128k of the default and of the signal's pass A scalar, and
 #            the FFT passes' sections (stalls, occupancy, memory) with the signal's pass A either way
+#   taps     v16: the 8-row path's short-conv taps shuffled from the neighbouring lanes, against
+#            the v15 build packed beside it ($B/bench_hyena_fused_v15) and any other packed
+#            variant, the signal's pass A on either access, same call, two rounds; the GpuHyenaFused
+#            tests, the Hyena GPU tests with the 8-row path forced, memcheck and a racecheck of the
+#            8-row kernels alone; ncu kernel times at 128k; with TAPS_FULL=1 also the 8-row cut
+#            below 2^24 and the FFT passes' ncu sections; logs in taps.tgz
 #   persist  the flash-own tests and sanitizers, then bench_flash_own of the -persist variants
 #            beside the launched grids ($PERSIST_IMPLS) at $FLASH_BENCH_L, two rounds
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
@@ -303,6 +309,47 @@ for stage in "$@"; do
           --section Occupancy --section WarpStateStats --section LaunchStats --section MemoryWorkloadAnalysis
       done
       tar -C $OUT -czf $OUT/ncu_access2.tgz ncu_v15_*.txt && rm -f $OUT/ncu_v15_*.txt
+      ;;
+    taps)  # v16 (shuffled taps) against v15 and the packed variants, same call
+      timeout 300 $B/gpu_test --gtest_filter='GpuHyenaFused.*:HyenaFusedOptionsFromEnv.*:HyenaFusedVec8Choice.*' \
+        > $OUT/gpu_test_fused.log 2>&1
+      echo "GpuHyenaFused rc=$?" | tee -a $LOG
+      grep -E "^\[  (PASSED|FAILED) |vs scalar|FAILED  \]|Failure|Expected" $OUT/gpu_test_fused.log | tee -a $LOG
+      export LONGMIX_FUSED_ACCESS=vec8 && hyena_tests; unset LONGMIX_FUSED_ACCESS
+      f='Ragged/GpuHyena.MatchesFloat64Reference/137:Ragged/GpuHyena.MatchesFloat64Reference/140'
+      LONGMIX_FUSED_ACCESS=vec8 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $B/gpu_test \
+        --gtest_filter="$f" > $OUT/sanitizer_taps_memcheck.log 2>&1
+      echo "memcheck (vec8) rc=$? $(tail -1 $OUT/sanitizer_taps_memcheck.log)" | tee -a $LOG
+      LONGMIX_FUSED_ACCESS=vec8 timeout 300 compute-sanitizer --tool racecheck --kernel-name kns=vec8 --error-exitcode 9 \
+        $B/gpu_test --gtest_filter="$f" > $OUT/sanitizer_taps_racecheck.log 2>&1
+      echo "racecheck (vec8 kernels) rc=$? $(tail -1 $OUT/sanitizer_taps_racecheck.log)" | tee -a $LOG
+      ab() {  # LABEL LENGTHS D ENV... : one bench_hyena_fused run of $BIN
+        local label=$1 lens=$2 D=$3; shift 3
+        echo "--- $label D $D round $round" | tee -a $OUT/taps.txt
+        timeout 150 env "$@" $BIN $lens $D fused 2>&1 | tee -a $OUT/taps.txt
+      }
+      for round in 1 2; do
+        for BIN in $B/bench_hyena_fused $B/bench_hyena_fused_*; do
+          [ -x "$BIN" ] || continue
+          n=$(basename $BIN)
+          for sig in auto scalar; do
+            ab "$n signal $sig" ${TAPS_L:-32768,131072,524288,1048576} 256 LONGMIX_FUSED_ACCESS=vec8 LONGMIX_FUSED_SIGNAL_ACCESS=$sig
+            ab "$n signal $sig" ${TAPS_L1024:-16384,131072} 1024 LONGMIX_FUSED_ACCESS=vec8 LONGMIX_FUSED_SIGNAL_ACCESS=$sig
+          done
+        done
+        BIN=$B/bench_hyena_fused
+        if [ -n "${TAPS_FULL:-}" ]; then  # the 8-row cut below 2^24 again
+          ab "v16 default" 4096,8192,16384 256 X=1; ab "v16 default" 4096,8192 1024 X=1
+          ab "v16 vec8" 4096,8192,16384 256 LONGMIX_FUSED_ACCESS=vec8; ab "v16 vec8" 4096,8192 1024 LONGMIX_FUSED_ACCESS=vec8
+        fi
+        for BIN in $B/bench_hyena_fused $B/bench_hyena_fused_v15; do ab "$(basename $BIN) default" 1048576 1024 X=1; done
+      done
+      grep -E "^---|fused " $OUT/taps.txt > $OUT/taps_short.txt
+      ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_v16_default.txt
+      [ -n "${TAPS_FULL:-}" ] && LONGMIX_FUSED_SIGNAL_ACCESS=vec8 ncu_fused_passes $OUT/ncu_v16_passes.txt \
+        --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats --section MemoryWorkloadAnalysis
+      (cd $OUT && tar -czf taps.tgz taps.txt gpu_test_fused.log gpu_test_hyena.log sanitizer_taps_*.log ncu_v16_*.txt \
+        && rm -f taps.txt gpu_test_fused.log gpu_test_hyena.log sanitizer_taps_*.log ncu_v16_*.txt)
       ;;
     persist)  # the flash-own tests, sanitizers, and the persistent grid against the launched one (two rounds)
       timeout 240 $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*' > $OUT/gpu_test_flash.log 2>&1

@@ -315,8 +315,14 @@ __device__ __forceinline__ void col_epilogue_scalar(const PassParams& P, long lo
 // columns n2 < 2, whose taps wrap to the row before, take the scalar formula per element.
 // Times t ≥ L give 0 (their stored slots past L hold no data). Lanes: w fastest, so a warp's
 // tile accesses ([n1][W + 1] float2) stay within two wavefronts.
-__device__ __forceinline__ void ld_act8(const void* row, int p, bool bf16, float (&x)[8]) {
-  const uint4 v = *reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(row) + p);
+__device__ __forceinline__ void ld_f8(const float* p, float (&x)[8]) {
+  const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+  x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w; x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
+}
+// The K = 3 short conv at rows n1 … n1 + 7 of column n2 (p = n2·R + n1) from the three tap runs
+// (columns n2, n2 − 1, n2 − 2, packed fp16/bf16) at n2 ≥ 2; the scalar formula (sconv_run<1>,
+// which wraps through Pos) below.
+__device__ __forceinline__ void unpack8(const uint4& v, bool bf16, float (&x)[8]) {
   const unsigned u[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
@@ -327,19 +333,16 @@ __device__ __forceinline__ void ld_act8(const void* row, int p, bool bf16, float
     x[2 * k + 1] = f.y;
   }
 }
-__device__ __forceinline__ void ld_f8(const float* p, float (&x)[8]) {
-  const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
-  x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w; x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
+__device__ __forceinline__ uint4 ld16(const void* row, int p) {
+  return *reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(row) + p);
 }
-// The K = 3 short conv at rows n1 … n1 + 7 of column n2 (p = n2·R + n1): the vector form at
-// n2 ≥ 2, the scalar formula (sconv_run<1>, which wraps through Pos) below.
-__device__ __forceinline__ void sconv8(const ConvChan& c, int p, int n2, int t0, int L, const Pos& ps, bool bf16,
-                                       float (&out)[8]) {
+__device__ __forceinline__ void sconv8_taps(const ConvChan& c, const uint4& r0, const uint4& r1, const uint4& r2, int n2,
+                                            int t0, int L, const Pos& ps, bool bf16, float (&out)[8]) {
   if (n2 >= 2) {
     float z0[8], z1[8], z2[8];
-    ld_act8(c.row, p, bf16, z0);
-    ld_act8(c.row, p - ps.R, bf16, z1);
-    ld_act8(c.row, p - 2 * ps.R, bf16, z2);
+    unpack8(r0, bf16, z0);
+    unpack8(r1, bf16, z1);
+    unpack8(r2, bf16, z2);
 #pragma unroll
     for (int i = 0; i < 8; ++i)
       out[i] = c.sb + c.w[2] * (z0[i] + c.bin) + c.w[1] * (z1[i] + c.bin) + c.w[0] * (z2[i] + c.bin);
@@ -352,26 +355,54 @@ __device__ __forceinline__ void sconv8(const ConvChan& c, int p, int n2, int t0,
     out[i] = o[0];
   }
 }
+// The tap runs of one channel (v16): its own column's run loaded; the runs of columns n2 − 1,
+// n2 − 2 shuffled from lanes w − 1, w − 2 of the same row group (W lanes a group, w = lane % W:
+// they hold those columns' same rows), so only lanes w < 2 load a column, the one before the
+// block's first (v14 loaded all three runs in every lane: the signal's pass A ran at 88% of the
+// L1 throughput with a 50% hit rate on the H100, the taps being the neighbours' loads read
+// again). Every lane of the warp calls it (live: n1 < R; a dead lane loads nothing).
+template <int W>
+__device__ __forceinline__ void taps8(const ConvChan& c, int p, int n2, int w, bool live, const Pos& ps, uint4& r0,
+                                      uint4& r1, uint4& r2) {
+  static_assert(W >= 2 && W <= 32 && (W & (W - 1)) == 0, "row groups of W lanes");
+  constexpr unsigned kAll = 0xffffffffu;
+  r0 = live ? ld16(c.row, p) : make_uint4(0u, 0u, 0u, 0u);
+  r1 = make_uint4(__shfl_up_sync(kAll, r0.x, 1, W), __shfl_up_sync(kAll, r0.y, 1, W), __shfl_up_sync(kAll, r0.z, 1, W),
+                  __shfl_up_sync(kAll, r0.w, 1, W));
+  r2 = make_uint4(__shfl_up_sync(kAll, r0.x, 2, W), __shfl_up_sync(kAll, r0.y, 2, W), __shfl_up_sync(kAll, r0.z, 2, W),
+                  __shfl_up_sync(kAll, r0.w, 2, W));
+  if (live && n2 >= 2) {
+    if (w < 1) r1 = ld16(c.row, p - ps.R);
+    if (w < 2) r2 = ld16(c.row, p - 2 * ps.R);
+  }
+}
+template <int W>
+__device__ __forceinline__ void sconv8(const ConvChan& c, int p, int n2, int w, bool live, int t0, int L,
+                                       const Pos& ps, bool bf16, float (&out)[8]) {
+  uint4 r0, r1, r2;
+  taps8<W>(c, p, n2, w, live, ps, r0, r1, r2);
+  if (live) sconv8_taps(c, r0, r1, r2, n2, t0, L, ps, bf16, out);
+}
 // One channel's pass-A input at rows n1 … n1 + 7 of column n2 (before the t < L mask); tg: the
-// time grid at those positions (kSrcFilter).
-__device__ __forceinline__ void source8(const Source& s, int p, int n2, int t0, int L, const Pos& ps,
-                                        const float (&tg)[8], float (&x)[8]) {
+// time grid at those positions (kSrcFilter). Called by every lane (live as for taps8); a dead
+// lane's x is left as it was.
+template <int W>
+__device__ __forceinline__ void source8(const Source& s, int p, int n2, int w, bool live, int t0, int L,
+                                        const Pos& ps, const float (&tg)[8], float (&x)[8]) {
   if (s.mode == kSrcFilter) {
-    const uint4 v = *reinterpret_cast<const uint4*>(s.h + p);
-    const unsigned u[4] = {v.x, v.y, v.z, v.w};
+    if (!live) return;
+    float hv[8];
+    unpack8(ld16(s.h, p), false, hv);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&u[k]));
-      x[2 * k] = f.x * (__expf(-tg[2 * k] * s.decay) + s.shift);
-      x[2 * k + 1] = f.y * (__expf(-tg[2 * k + 1] * s.decay) + s.shift);
-    }
+    for (int i = 0; i < 8; ++i) x[i] = hv[i] * (__expf(-tg[i] * s.decay) + s.shift);
     return;
   }
   float g[8];
-  sconv8(s.g, p, n2, t0, L, ps, s.bf16, g);
+  sconv8<W>(s.g, p, n2, w, live, t0, L, ps, s.bf16, g);
   float a[8];
-  if (s.mode == kSrcConvProduct) sconv8(s.a, p, n2, t0, L, ps, s.bf16, a);
-  else ld_f8(s.prev + p, a);
+  if (s.mode == kSrcConvProduct) sconv8<W>(s.a, p, n2, w, live, t0, L, ps, s.bf16, a);
+  else if (live) ld_f8(s.prev + p, a);
+  if (!live) return;
 #pragma unroll
   for (int i = 0; i < 8; ++i) x[i] = a[i] * g[i];
 }
@@ -380,6 +411,9 @@ template <int N1, int W, int nth>
 struct Vec8Map {
   static constexpr int kGroups = N1 / 2 / 8, kTasks = kGroups * W, kIters = (kTasks + nth - 1) / nth;
   static_assert(N1 >= 16, "8-row tasks need N1/2 >= 8");
+  // whole warps in every iteration (the taps' shuffles need every lane): a warp's tasks are all
+  // below kTasks or all past it
+  static_assert(kTasks % 32 == 0 && nth % 32 == 0 && 32 % W == 0, "8-row tasks in whole warps");
 };
 // f(task) for this thread's tasks of the block (vec8_task).
 template <int N1, int W, int nth, typename F>
@@ -401,16 +435,15 @@ __device__ __forceinline__ void fill_col_tile_vec8(const PassParams& P, long lon
   const Pos ps = pos_of(P);
   for_each_vec8_task<N1, W, nth>(tid, col0, N2, R, [&](const Vec8Task& k) {
     const int w = k.w, n1 = k.n1, n2 = k.n2, t0 = k.t0, p = k.p;
+    const bool live = n1 < R;  // rows past the run hold times ≥ L: zero
     float xa[8] = {}, xb[8] = {};
-    if (n1 < R) {  // rows past the run hold times ≥ L: zero
-      float tg[8] = {};
-      if (P.src == kSrcFilter) ld_f8(sa.tgrid + p, tg);
-      source8(sa, p, n2, t0, L, ps, tg, xa);
-      source8(sb, p, n2, t0, L, ps, tg, xb);
+    float tg[8] = {};
+    if (live && P.src == kSrcFilter) ld_f8(sa.tgrid + p, tg);
+    source8<W>(sa, p, n2, w, live, t0, L, ps, tg, xa);
+    source8<W>(sb, p, n2, w, live, t0, L, ps, tg, xb);
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
-        if (t0 + i * N2 >= L) xa[i] = xb[i] = 0.0f;
-    }
+    for (int i = 0; i < 8; ++i)
+      if (!live || t0 + i * N2 >= L) xa[i] = xb[i] = 0.0f;
 #pragma unroll
     for (int i = 0; i < 8; ++i) tile[(n1 + i) * TW + w] = make_float2(xa[i], xb[i]);
   });
@@ -430,7 +463,13 @@ __device__ __forceinline__ void col_epilogue_vec8(const PassParams& P, long long
   const long long oa = (b * P.out_rows + c) * P.Lp;
   for_each_vec8_task<N1, W, nth>(tid, col0, N2, R, [&](const Vec8Task& k) {
     const int w = k.w, n1 = k.n1, n2 = k.n2, t0 = k.t0, p = k.p;
-    if (n1 >= R) return;
+    const bool live = n1 < R;
+    float ga[8], gb[8];
+    if (is_final) {  // every lane, before any returns (the taps' shuffles)
+      sconv8<W>(xa, p, n2, w, live, t0, L, ps, P.bf16, ga);
+      sconv8<W>(xb, p, n2, w, live, t0, L, ps, P.bf16, gb);
+    }
+    if (!live) return;
     float ya[8], yb[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
@@ -447,9 +486,6 @@ __device__ __forceinline__ void col_epilogue_vec8(const PassParams& P, long long
       reinterpret_cast<float4*>(out + P.Lp)[1] = make_float4(yb[4], yb[5], yb[6], yb[7]);
       return;
     }
-    float ga[8], gb[8];
-    sconv8(xa, p, n2, t0, L, ps, P.bf16, ga);
-    sconv8(xb, p, n2, t0, L, ps, P.bf16, gb);
     unsigned ua[4], ub[4];  // the 8 outputs of each channel as 4 packed pairs
 #pragma unroll
     for (int j = 0; j < 4; ++j) {

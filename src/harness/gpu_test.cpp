@@ -733,13 +733,15 @@ TEST(HyenaFusedVec8Tasks, CoverTheTileOnceWithAlignedRunsOfTheRightTimes) {
 }
 
 // Where the column passes take the 8-row accesses (host-only): forced either way, or by kAuto from
-// B·D·L = 2^24 on; never where a column's run of R rows is not a multiple of 8.
+// B·D·L = 2^23 on; never where a column's run of R rows is not a multiple of 8.
 TEST(HyenaFusedVec8Choice, AutoFromTheMeasuredSizeOnAndOnlyWhereRunsAlign) {
   using A = HyenaFusedOptions::ColAccess;
   HyenaFusedOptions o;
   EXPECT_EQ(o.col_access, A::kAuto);
   EXPECT_FALSE(hyena_fused_uses_vec8(o, 1, 256, 4096, 64));        // 4k, D = 256: scalar measured faster
   EXPECT_TRUE(hyena_fused_uses_vec8(o, 1, 1024, 16384, 32));       // 16k, D = 1024: 2^24
+  EXPECT_TRUE(hyena_fused_uses_vec8(o, 1, 256, 32768, 128));       // 32k, D = 256: 2^23, the cut
+  EXPECT_FALSE(hyena_fused_uses_vec8(o, 1, 256, 16384, 64));       // 16k, D = 256: 2^22
   EXPECT_TRUE(hyena_fused_uses_vec8(o, 1, 256, 131072, 256));      // 128k, D = 256
   EXPECT_TRUE(hyena_fused_uses_vec8(o, 4, 256, 16384, 32));        // the batch counts
   EXPECT_FALSE(hyena_fused_uses_vec8(o, 1, 256, 131000, 256 - 1)); // R % 8 != 0
@@ -750,22 +752,30 @@ TEST(HyenaFusedVec8Choice, AutoFromTheMeasuredSizeOnAndOnlyWhereRunsAlign) {
   EXPECT_FALSE(hyena_fused_uses_vec8(o, 1, 256, 1 << 20, 2048));
 }
 
-// The signal's pass A: kAuto follows the other column passes, either choice overrides them for
-// that pass alone, and no choice takes the 8-row path where the runs do not align.
-TEST(HyenaFusedVec8Choice, SignalPassFollowsOrOverridesTheColumnChoice) {
+// The signal's pass A: kAuto takes the 8-row path only where the other column passes do and the
+// column FFTs have N1 ≥ 1024 points (scalar measured faster at N1 = 512); either choice
+// overrides the other passes' for that pass alone, and no choice takes the 8-row path where the
+// runs do not align.
+TEST(HyenaFusedVec8Choice, SignalPassByColumnSizeOrForced) {
   using A = HyenaFusedOptions::ColAccess;
   HyenaFusedOptions o;
   EXPECT_EQ(o.signal_access, A::kAuto);
-  EXPECT_EQ(hyena_fused_signal_uses_vec8(o, 1, 256, 131072, 256), hyena_fused_uses_vec8(o, 1, 256, 131072, 256));
-  EXPECT_EQ(hyena_fused_signal_uses_vec8(o, 1, 256, 4096, 64), hyena_fused_uses_vec8(o, 1, 256, 4096, 64));
+  EXPECT_FALSE(hyena_fused_signal_uses_vec8(o, 1, 256, 131072, 256, 512));   // 128k: N1 = 512
+  EXPECT_TRUE(hyena_fused_uses_vec8(o, 1, 256, 131072, 256));                // the other passes: 8-row
+  EXPECT_TRUE(hyena_fused_signal_uses_vec8(o, 1, 256, 1 << 20, 512, 1024));  // 1M: N1 = 1024
+  EXPECT_TRUE(hyena_fused_signal_uses_vec8(o, 1, 1024, 524288, 512, 1024));  // 512k, D = 1024
+  EXPECT_FALSE(hyena_fused_signal_uses_vec8(o, 1, 256, 4096, 64, 1024));     // below the 8-row cut
+  o.col_access = A::kScalar;
+  EXPECT_FALSE(hyena_fused_signal_uses_vec8(o, 1, 256, 1 << 20, 512, 1024)); // follows a forced scalar
   o.signal_access = A::kScalar;
-  EXPECT_FALSE(hyena_fused_signal_uses_vec8(o, 1, 256, 131072, 256));
-  EXPECT_TRUE(hyena_fused_uses_vec8(o, 1, 256, 131072, 256));  // the other passes keep theirs
+  o.col_access = A::kAuto;
+  EXPECT_FALSE(hyena_fused_signal_uses_vec8(o, 1, 256, 1 << 20, 512, 1024));
+  EXPECT_TRUE(hyena_fused_uses_vec8(o, 1, 256, 1 << 20, 512));  // the other passes keep theirs
   o.signal_access = A::kVec8;
   o.col_access = A::kScalar;
-  EXPECT_TRUE(hyena_fused_signal_uses_vec8(o, 1, 256, 4096, 64));
+  EXPECT_TRUE(hyena_fused_signal_uses_vec8(o, 1, 256, 4096, 64, 64));
   EXPECT_FALSE(hyena_fused_uses_vec8(o, 1, 256, 4096, 64));
-  EXPECT_FALSE(hyena_fused_signal_uses_vec8(o, 1, 256, 1000, 63));
+  EXPECT_FALSE(hyena_fused_signal_uses_vec8(o, 1, 256, 1000, 63, 64));
 }
 
 // The tuner's random inputs: in range, not constant, the same for the same seed.

@@ -398,7 +398,7 @@ struct HyenaFusedPlan::Impl {
       P.g_a = order;
       P.g_b = order - 1 - o;
       P.src = o == 0 ? fused::kSrcConvProduct : fused::kSrcPrevTimesConv;
-      P.vec8 = hyena_fused_signal_uses_vec8(opt, B, D, L, R);
+      P.vec8 = hyena_fused_signal_uses_vec8(opt, B, D, L, R, N1);
       P.prev = reinterpret_cast<const float*>(R2());
       P.T = Ts;
       P.Tf = Tf();

@@ -98,19 +98,22 @@ struct HyenaFusedOptions {
   // kScalar, one element a thread per access (v13); or kVec8, 8 consecutive rows of a column a
   // thread, one 16-byte access per stored run, where every column's run starts on a multiple of
   // 8 (R % 8 == 0: every power-of-two L from 8·N2 on), the scalar path elsewhere (and for short
-  // filters other than K = 3). kAuto (v14): kVec8 from B·D·L = kVec8MinWork elements on, where it
-  // was measured faster; below, its 8× fewer threads leave the GPU part-empty (H100, fp16, same
-  // call: 4k, D = 256 0.066–0.071 ms against 0.057 scalar; 16k D = 1024, 128k D = 256 and
-  // D = 1024 0.5–1% faster, 1M D = 256 9% faster; bench/NOTES.md v14).
+  // filters other than K = 3). kAuto: kVec8 from B·D·L = kVec8MinWork elements on, where it
+  // was measured faster, scalar below (H100, fp16, same call, bench/NOTES.md v14, v15: 4k,
+  // D = 256 0.067 ms against 0.057–0.060 scalar; 32k 0.291–0.293 against 0.300–0.305 with the
+  // signal's pass A scalar; 1M 9.92 against 11.5).
   enum class ColAccess { kAuto, kScalar, kVec8 };
   ColAccess col_access = ColAccess::kAuto;
-  static constexpr std::int64_t kVec8MinWork = std::int64_t{1} << 24;
+  static constexpr std::int64_t kVec8MinWork = std::int64_t{1} << 23;
   // The signal's pass A alone (its source gathers two streams a channel, x0 and v through the
-  // short convs: six 16-byte loads a task with the 8-row path against the filter's one): kAuto
-  // follows col_access; kScalar or kVec8 force it for that pass only (ncu on the H100 at 128k,
-  // D = 256: 297.8 µs scalar against 329.1 µs 8-row, while the other two column passes gained;
-  // bench/NOTES.md v14, v15).
+  // short convs): kAuto takes the 8-row path where the other column passes do and N1 ≥
+  // kSignalVec8MinN1, where the 8-row kernels may hold 64 registers (4 blocks an SM), the scalar
+  // path below it (48 registers: the 8-row signal pass ran at 88% of the L1 throughput). Measured
+  // (bench/NOTES.md v15, v16; H200, same call): 128k, D = 256 1.012 ms scalar against 1.028 8-row;
+  // 1M 10.14 against 9.72; D = 1024 128k 5.00 against 5.05, 1M 8-row. kScalar or kVec8 force it
+  // for that pass only.
   ColAccess signal_access = ColAccess::kAuto;
+  static constexpr std::int64_t kSignalVec8MinN1 = 1024;
 };
 
 // Whether the column passes take the 8-row accesses: R rows a column (R % 8 == 0 needed),
@@ -121,11 +124,12 @@ inline bool hyena_fused_uses_vec8(const HyenaFusedOptions& o, std::int64_t B, st
   return R % 8 == 0 && (o.col_access == A::kVec8 ||
                         (o.col_access == A::kAuto && B * D * L >= HyenaFusedOptions::kVec8MinWork));
 }
-// The same for the signal's pass A (signal_access; kAuto: as the other column passes).
+// The same for the signal's pass A of a plan with column FFTs of N1 points (signal_access).
 inline bool hyena_fused_signal_uses_vec8(const HyenaFusedOptions& o, std::int64_t B, std::int64_t D, std::int64_t L,
-                                         std::int64_t R) {
+                                         std::int64_t R, std::int64_t N1) {
   using A = HyenaFusedOptions::ColAccess;
-  if (o.signal_access == A::kAuto) return hyena_fused_uses_vec8(o, B, D, L, R);
+  if (o.signal_access == A::kAuto)
+    return N1 >= HyenaFusedOptions::kSignalVec8MinN1 && hyena_fused_uses_vec8(o, B, D, L, R);
   return R % 8 == 0 && o.signal_access == A::kVec8;
 }
 

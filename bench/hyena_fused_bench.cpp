@@ -44,8 +44,7 @@ int run(int argc, char** argv) {
   std::printf("# %s, fp16, B=1, D=%lld, order 2\n", prop.name, static_cast<long long>(D));
   // The A/B switches in effect (hyena_fused_options_from_env), so that every log says what ran.
   std::string switches;
-  for (const char* name : {"LONGMIX_FUSED_SPLIT", "LONGMIX_FUSED_ROW", "LONGMIX_FUSED_COL", "LONGMIX_FUSED_OVERLAP",
-                           "LONGMIX_FUSED_ACCESS", "LONGMIX_FUSED_SIGNAL_ACCESS", "LONGMIX_GEMM_TUNE"})
+  for (const char* name : kHyenaFusedEnvSwitches)
     if (const char* v = std::getenv(name)) switches += std::string(" ") + name + "=" + v;
   std::printf("# switches:%s\n", switches.empty() ? " none (defaults)" : switches.c_str());
   std::printf("%-8s %-5s %-14s %10s %9s\n", "L", "D", "impl", "ms", "vs_first");

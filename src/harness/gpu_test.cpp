@@ -377,9 +377,7 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   using ColFft = HyenaFusedOptions::ColFft;
   using Overlap = HyenaFusedOptions::Overlap;
   using ColAccess = HyenaFusedOptions::ColAccess;
-  const char* names[] = {"LONGMIX_FUSED_SPLIT", "LONGMIX_FUSED_ROW", "LONGMIX_FUSED_COL", "LONGMIX_GEMM_TUNE",
-                         "LONGMIX_FUSED_OVERLAP", "LONGMIX_FUSED_ACCESS", "LONGMIX_FUSED_SIGNAL_ACCESS"};
-  for (const char* n : names) unsetenv(n);
+  for (const char* n : kHyenaFusedEnvSwitches) unsetenv(n);
   HyenaFusedOptions base;
   base.tune_gemm = false;
   const HyenaFusedOptions same = hyena_fused_options_from_env(base);
@@ -414,7 +412,7 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
               std::string::npos)
         << e.what();
   }
-  for (const char* n : names) unsetenv(n);
+  for (const char* n : kHyenaFusedEnvSwitches) unsetenv(n);
 }
 
 // Where the filter's path overlaps the signal's (no GPU needed): auto up to 32k, never cached.

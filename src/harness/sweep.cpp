@@ -18,8 +18,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <tuple>
 #include <sstream>
+#include <tuple>
 
 #include "git_commit.h"
 #include "report/fit.h"

@@ -683,11 +683,12 @@ HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt) {
   env_choice<Overlap>("LONGMIX_FUSED_OVERLAP", {{"off", Overlap::kOff}, {"auto", Overlap::kAuto}, {"on", Overlap::kOn}},
                       &opt.overlap);
   using ColAccess = HyenaFusedOptions::ColAccess;
-  env_choice<ColAccess>("LONGMIX_FUSED_ACCESS", {{"auto", ColAccess::kAuto}, {"scalar", ColAccess::kScalar}, {"vec8", ColAccess::kVec8}},
-                        &opt.col_access);
-  env_choice<ColAccess>("LONGMIX_FUSED_SIGNAL_ACCESS",
-                        {{"auto", ColAccess::kAuto}, {"scalar", ColAccess::kScalar}, {"vec8", ColAccess::kVec8}},
-                        &opt.signal_access);
+  auto access = [](const char* name, ColAccess* out) {  // both access switches, one spelling
+    env_choice<ColAccess>(name, {{"auto", ColAccess::kAuto}, {"scalar", ColAccess::kScalar}, {"vec8", ColAccess::kVec8}},
+                          out);
+  };
+  access("LONGMIX_FUSED_ACCESS", &opt.col_access);
+  access("LONGMIX_FUSED_SIGNAL_ACCESS", &opt.signal_access);
   return opt;
 }
 

@@ -139,6 +139,10 @@ inline bool hyena_fused_signal_uses_vec8(const HyenaFusedOptions& o, std::int64_
 // LONGMIX_FUSED_ACCESS=auto|scalar|vec8, LONGMIX_FUSED_SIGNAL_ACCESS=auto|scalar|vec8,
 // LONGMIX_GEMM_TUNE=0 (the heuristic's first choices). A value it does not know is an error.
 HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt = {});
+// The names of those switches (for logs that say what ran, and tests that clear them).
+inline constexpr const char* kHyenaFusedEnvSwitches[] = {
+    "LONGMIX_FUSED_SPLIT",  "LONGMIX_FUSED_ROW",           "LONGMIX_FUSED_COL", "LONGMIX_FUSED_OVERLAP",
+    "LONGMIX_FUSED_ACCESS", "LONGMIX_FUSED_SIGNAL_ACCESS", "LONGMIX_GEMM_TUNE"};
 
 // Whether a plan of length L with these options runs the filter's path on the second stream:
 // never with the filter cached (there is none per call), else as opt.overlap says (auto: L up to

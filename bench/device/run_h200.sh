@@ -65,6 +65,11 @@
 #            tests, the Hyena GPU tests with the 8-row path forced, memcheck and a racecheck of the
 #            8-row kernels alone; ncu kernel times at 128k; with TAPS_FULL=1 also the 8-row cut
 #            below 2^24 and the FFT passes' ncu sections; logs in taps.tgz
+#   v17      the signal's 8-row pass A on its own register bound (4 blocks an SM at N1 = 512) against
+#            the scalar pass and v16's build ($B/bench_hyena_fused_v16), same call, two rounds; the
+#            GpuHyenaFused tests (the 8-row path at N1 = 1024) and the tuner's; a racecheck of the
+#            8-row kernels without a kernel filter; the -persist flash kernels beside the launched
+#            ones at $V17_FLASH_L (32k-128k), two rounds; logs in v17.tgz
 #   persist  the flash-own tests and sanitizers, then bench_flash_own of the -persist variants
 #            beside the launched grids ($PERSIST_IMPLS) at $FLASH_BENCH_L, two rounds
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
@@ -350,6 +355,44 @@ for stage in "$@"; do
         --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats --section MemoryWorkloadAnalysis
       (cd $OUT && tar -czf taps.tgz taps.txt gpu_test_fused.log gpu_test_hyena.log sanitizer_taps_*.log ncu_v16_*.txt \
         && rm -f taps.txt gpu_test_fused.log gpu_test_hyena.log sanitizer_taps_*.log ncu_v16_*.txt)
+      ;;
+    v17)  # the signal's 8-row pass A on its own bound (N1 = 512) against the scalar one and v16's
+          # 8-row (bound 5), same call, two rounds; the 8-row tests at N1 = 1024; an unfiltered
+          # racecheck of the 8-row kernels; the persistent flash kernels beside the launched ones at
+          # 32k-128k (the tuner's v4c question), two rounds; logs in v17.tgz
+      (command -v cuobjdump >/dev/null && cuobjdump --dump-resource-usage $B/bench_hyena_fused 2>&1 | \
+        grep -A1 -E 'Function .*col_fwd.*Li512E' | grep -oE 'Function [^ :]*|REG:[0-9]+|STACK:[0-9]+' | paste - - - \
+        > $OUT/regs_col_fwd_512.txt; cat $OUT/regs_col_fwd_512.txt | tee -a $LOG)
+      timeout 360 $B/gpu_test --gtest_filter='GpuHyenaFused.*:HyenaFused*:FlashOwnTuneFinalists.*:GpuFlashOwnTune.*' \
+        > $OUT/gpu_test_v17.log 2>&1
+      echo "GpuHyenaFused and tuner tests rc=$?" | tee -a $LOG
+      grep -E "^\[  (PASSED|FAILED) |L=(516000|1031000).*vs scalar|FAILED  \]|Failure|Expected" $OUT/gpu_test_v17.log | tee -a $LOG
+      f='Ragged/GpuHyena.MatchesFloat64Reference/137:Ragged/GpuHyena.MatchesFloat64Reference/140'
+      LONGMIX_FUSED_ACCESS=vec8 timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 $B/gpu_test \
+        --gtest_filter="$f" > $OUT/sanitizer_v17_racecheck.log 2>&1
+      echo "racecheck (vec8, unfiltered) rc=$? $(grep -c 'Race reported' $OUT/sanitizer_v17_racecheck.log) races; $(tail -1 $OUT/sanitizer_v17_racecheck.log)" | tee -a $LOG
+      grep -oE 'in function [^ ]+|Race reported between [^$]*' $OUT/sanitizer_v17_racecheck.log | sort | uniq -c | head -20 | tee -a $LOG
+      ab() {  # LABEL LENGTHS D ENV... : one bench_hyena_fused run of $BIN
+        local label=$1 lens=$2 D=$3; shift 3
+        echo "--- $label D $D round $round" | tee -a $OUT/v17.txt
+        timeout 150 env "$@" $BIN $lens $D fused 2>&1 | tee -a $OUT/v17.txt
+      }
+      for round in 1 2; do
+        for BIN in $B/bench_hyena_fused $B/bench_hyena_fused_v16; do
+          [ -x "$BIN" ] || continue
+          for sig in scalar vec8; do
+            ab "$(basename $BIN) signal $sig" ${V17_L:-131072,262144} 256 LONGMIX_FUSED_SIGNAL_ACCESS=$sig
+            ab "$(basename $BIN) signal $sig" ${V17_L1024:-131072} 1024 LONGMIX_FUSED_SIGNAL_ACCESS=$sig
+          done
+        done
+        timeout 200 $B/bench_flash_own ${V17_FLASH_L:-32768,65536,131072} fp16 d64 \
+          flash-cudnn,ws-128x128,ws-128x128-pp,ws-128x128-persist,ws-128x128-persist-lpt,ws-128x128-pp-persist,ws-128x128-pp-persist-lpt \
+          2>&1 | sed "s/^/round $round /" | tee -a $OUT/v17_flash.txt | tee -a $LOG
+      done
+      grep -E "^---|fused " $OUT/v17.txt | tee $OUT/v17_short.txt | tee -a $LOG
+      LONGMIX_FUSED_SIGNAL_ACCESS=vec8 ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_v17_signal_vec8.txt
+      (cd $OUT && tar -czf v17.tgz v17.txt v17_flash.txt gpu_test_v17.log sanitizer_v17_*.log ncu_v17_*.txt \
+        && rm -f v17.txt gpu_test_v17.log sanitizer_v17_*.log ncu_v17_*.txt)
       ;;
     persist)  # the flash-own tests, sanitizers, and the persistent grid against the launched one (two rounds)
       timeout 240 $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*' > $OUT/gpu_test_flash.log 2>&1

@@ -277,8 +277,11 @@ TEST(GpuHyenaFused, OverlappedFilterPathMatchesTheSerialOne) {
 // The column passes' 8-row accesses against the scalar ones, where they apply (R % 8 == 0):
 // L = 1000 (N = 4096 = 64 × 64, R = 16, the last row ragged) and 3072 (64 × 128, R = 24)
 // against float64; L = 65536 (256 × 512, R = 128; D = 256 and 1024) and 131000 (512 × 512,
-// R = 256, ragged) against hyena-cuda. Order 3 (a fp32 prev between the steps) at
-// L = 1000; the tensor-core column kernels, which share the prologue and epilogue, at 131000.
+// R = 256, ragged) against hyena-cuda; at N1 = 1024, where the 8-row kernels have their own
+// register bound and the signal's pass A takes the 8-row path by default, L = 516000 (1024 ×
+// 1024, R = 504, ragged) and 1031000 (1024 × 2048, R = 504, ragged) at D = 64 against hyena-cuda.
+// Order 3 (a fp32 prev between the steps) at L = 1000; the tensor-core column kernels, which
+// share the prologue and epilogue, at 131000.
 // The two accesses read the same values and differ only in the signal past L (zero or the
 // short conv's bias: never an input of a kept output), so their outputs agree to rounding; so
 // do the mixed choices (the signal's pass A on the other access than the other two passes).
@@ -293,7 +296,16 @@ TEST(GpuHyenaFused, EightRowColumnAccessesMatchTheScalarOnes) {
   };
   for (const Case k : {Case{1000, 4, 2, ColFft::kAuto}, Case{1000, 4, 3, ColFft::kAuto}, Case{3072, 4, 2, ColFft::kAuto},
                        Case{65536, 4, 2, ColFft::kAuto}, Case{65536, 16, 2, ColFft::kAuto},
-                       Case{131000, 4, 2, ColFft::kAuto}, Case{131000, 4, 2, ColFft::kTensor}}) {
+                       Case{131000, 4, 2, ColFft::kAuto}, Case{131000, 4, 2, ColFft::kTensor},
+                       Case{516000, 1, 2, ColFft::kAuto}, Case{1031000, 1, 2, ColFft::kAuto}}) {
+    {  // the plan's split (hyena_fused.cu): every case must have R % 8 == 0, or both runs are scalar
+      std::int64_t N = 4096;  // kMinFft
+      int lg = 12;
+      while (N < 2 * k.L) N *= 2, ++lg;
+      std::int64_t n1 = std::int64_t{1} << (lg / 2), n2 = N / n1;
+      if (64 * k.H >= 512 && N <= 32768 && n2 == 2 * n1) std::swap(n1, n2);
+      ASSERT_EQ((k.L + n2 - 1) / n2 % 8, 0) << "L=" << k.L << ": the 8-row path would not run (N1=" << n1 << ")";
+    }
     Workload w;
     w.op = "hyena"; w.B = 1; w.L = k.L; w.l_max = k.L; w.H = k.H; w.order = k.order; w.dtype = "fp16"; w.seed = 17;
     Problem p = Problem::make(w);
@@ -676,7 +688,8 @@ TEST(FlashOwnSplitPlan, CoversEveryKeyTileOnceLongestFirst) {
 #endif
 
 #ifdef LONGMIX_HAVE_CUDA
-// The tuner's screening (host-only): within the band of the fastest, fastest first, capped.
+// The tuner's screening (host-only): within the band of the fastest, fastest first, capped, and
+// the variant it must keep.
 TEST(FlashOwnTuneFinalists, KeepsTheBandFastestFirstAndCaps) {
   const std::vector<std::pair<float, std::string>> t{{1.10f, "a"}, {1.00f, "b"}, {1.03f, "c"}, {1.039f, "d"},
                                                       {1.02f, "e"}, {2.0f, "f"}};
@@ -684,6 +697,9 @@ TEST(FlashOwnTuneFinalists, KeepsTheBandFastestFirstAndCaps) {
   EXPECT_EQ(flash_own_tune_finalists(t, 0.04, 2), (std::vector<std::string>{"b", "e"}));
   EXPECT_EQ(flash_own_tune_finalists(t, 0.0, 8), (std::vector<std::string>{"b"}));
   EXPECT_EQ(flash_own_tune_finalists({{1.0f, "x"}, {1.0f, "y"}}, 0.0, 8), (std::vector<std::string>{"x", "y"}));
+  // `also` joins the band's finalists once, after them, even past the cap
+  EXPECT_EQ(flash_own_tune_finalists(t, 0.04, 2, "f"), (std::vector<std::string>{"b", "e", "f"}));
+  EXPECT_EQ(flash_own_tune_finalists(t, 0.04, 8, "c"), (std::vector<std::string>{"b", "e", "c", "d"}));
 }
 #endif
 

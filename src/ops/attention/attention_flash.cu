@@ -54,8 +54,9 @@
 //   while this item finishes. -lpt (every head's longest block first) at 4k, H = 16: 0.85× cuDNN's
 //   time (the launched grid 1.03×); head-major -persist keeps one head's K/V shared in L2 at
 //   128k (1.00× against 1.04× for -lpt). The tuner picks per shape; since v4 it times random
-//   inputs, the ws- family only on Hopper, and its finalists by median (flash_own_tune; not yet
-//   measured on the H200).
+//   inputs, the ws- family only on Hopper, and its finalists by median (flash_own_tune, v4b:
+//   measured on the H200, it dropped -persist at 64k-128k, D = 1024, 1.030 and 1.006 of cuDNN's
+//   time); v4c keeps the fastest -persist variant among the finalists from 64k on.
 //
 // Rejected and not yet done: see the "Rejected" notes by the traits below and bench/NOTES.md.
 #include <cuda.h>
@@ -1468,16 +1469,28 @@ std::vector<std::string> flash_own_tune_candidates(const AttentionParams& p) {
 }
 
 std::vector<std::string> flash_own_tune_finalists(const std::vector<std::pair<float, std::string>>& screened,
-                                                  double band, std::size_t max_finalists) {
+                                                  double band, std::size_t max_finalists, const std::string& also) {
   std::vector<std::pair<float, std::string>> sorted = screened;
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   std::vector<std::string> out;
   for (const auto& [ms, v] : sorted)
     if (out.size() < max_finalists && ms <= sorted.front().first * (1.0 + band)) out.push_back(v);
+  if (!also.empty() && std::find(out.begin(), out.end(), also) == out.end()) out.push_back(also);
   return out;
 }
 
+namespace {
+// The fastest persistent variant of a screening ("" if none).
+std::string fastest_persist(const std::vector<std::pair<float, std::string>>& screened) {
+  const std::pair<float, std::string>* best = nullptr;
+  for (const auto& x : screened)
+    if (is_persist(x.second) && (!best || x.first < best->first)) best = &x;
+  return best ? best->second : std::string();
+}
+}  // namespace
+
 std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, cudaStream_t s) {
+  constexpr std::int64_t kTunePersistMinL = 65536;
   const auto variants = flash_own_tune_candidates(p);
   LONGMIX_REQUIRE(!variants.empty(), "flash-own: no variant for head dim ", p.d);
   AttentionParams q = p;
@@ -1521,15 +1534,20 @@ std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, 
       }
     };
     // Screening: one warm-up and two timed calls a variant; the best of them within 4% of the
-    // fastest (at most four) go on. Final: three rounds in turn (so a clock drift hits every
-    // finalist alike), three calls a finalist each; the lowest median wins.
+    // fastest (at most four) go on, and from kTunePersistMinL on the fastest persistent variant
+    // with them (the screening's two calls do not separate variants 1-3% apart: in the D = 1024
+    // sweep of 2026-12-06 it dropped -persist at 64k-128k, where the sweep of 2026-12-04 had
+    // picked it and stood 0.7-1.1% closer to cuDNN; bench/NOTES.md, tuner v4c). Final: three
+    // rounds in turn (so a clock drift hits every finalist alike), three calls a finalist each;
+    // the lowest median wins.
     std::vector<std::pair<float, std::string>> screened;
     for (const auto& v : variants) {
       std::vector<float> ms;
       time_calls(v, 2, true, ms);
       screened.push_back({*std::min_element(ms.begin(), ms.end()), v});
     }
-    const auto finalists = flash_own_tune_finalists(screened, 0.04, 4);
+    const auto finalists =
+        flash_own_tune_finalists(screened, 0.04, 4, q.L >= kTunePersistMinL ? fastest_persist(screened) : "");
     best = finalists.front();
     if (finalists.size() > 1) {
       std::vector<std::vector<float>> samples(finalists.size());

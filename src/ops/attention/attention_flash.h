@@ -63,16 +63,18 @@ Buffer<char> flash_own_workspace(const AttentionParams& p, const std::string& va
 // Plan-time tuning on scratch inputs of this shape from `alloc` (uniform random q, k, v; at most
 // 256k rows, the ranking of longer lengths being that of 256k): every candidate
 // (flash_own_tune_candidates) is screened with one warm-up and two timed calls (CUDA events),
-// those within 4% of the fastest (at most four) are timed in three interleaved rounds of three
-// calls, and the lowest median wins; cached per shape for the process. Falls back to the first
+// those within 4% of the fastest (at most four; from L = 64k on also the fastest -persist
+// variant) are timed in three interleaved rounds of three calls, and the lowest median wins; cached per shape for the process. Falls back to the first
 // candidate when the scratch inputs do not fit. Synchronises `s`: call it at setup.
 std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, cudaStream_t s);
 // The variants flash_own_tune times: the "ws-" family on a Hopper GPU, every variant elsewhere.
 std::vector<std::string> flash_own_tune_candidates(const AttentionParams& p);
 // The screening's survivors (host-only; exposed for tests): names whose time is within
-// (1 + band) of the fastest, fastest first, at most max_finalists; ties keep the input order.
+// (1 + band) of the fastest, fastest first, at most max_finalists; ties keep the input order;
+// then `also` (when not empty) if it is not among them.
 std::vector<std::string> flash_own_tune_finalists(const std::vector<std::pair<float, std::string>>& screened,
-                                                  double band, std::size_t max_finalists);
+                                                  double band, std::size_t max_finalists,
+                                                  const std::string& also = "");
 
 // One forward on s. Memory is O(L): the output, the LSE and, for -split variants, the workspace.
 void flash_own_forward(const AttentionParams& p, DType t, const FlashOwnArgs& a, cudaStream_t s,

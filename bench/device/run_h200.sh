@@ -66,7 +66,7 @@
 #            8-row kernels alone; ncu kernel times at 128k; with TAPS_FULL=1 also the 8-row cut
 #            below 2^24 and the FFT passes' ncu sections; logs in taps.tgz
 #   v17      the signal's 8-row pass A on its own register bound (4 blocks an SM at N1 = 512) against
-#            the scalar pass and v16's build ($B/bench_hyena_fused_v16), same call, two rounds; the
+#            the scalar pass (and the builds named in $V17_BINS), same call, two rounds; the
 #            GpuHyenaFused tests (the 8-row path at N1 = 1024) and the tuner's; a racecheck of the
 #            8-row kernels without a kernel filter; the -persist flash kernels beside the launched
 #            ones at $V17_FLASH_L (32k-128k), two rounds; logs in v17.tgz
@@ -368,7 +368,7 @@ for stage in "$@"; do
       echo "GpuHyenaFused and tuner tests rc=$?" | tee -a $LOG
       grep -E "^\[  (PASSED|FAILED) |L=(516000|1031000).*vs scalar|FAILED  \]|Failure|Expected" $OUT/gpu_test_v17.log | tee -a $LOG
       f='Ragged/GpuHyena.MatchesFloat64Reference/137:Ragged/GpuHyena.MatchesFloat64Reference/140'
-      LONGMIX_FUSED_ACCESS=vec8 timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 $B/gpu_test \
+      LONGMIX_FUSED_ACCESS=vec8 timeout ${V17_RACECHECK_S:-150} compute-sanitizer --tool racecheck --error-exitcode 9 $B/gpu_test \
         --gtest_filter="$f" > $OUT/sanitizer_v17_racecheck.log 2>&1
       echo "racecheck (vec8, unfiltered) rc=$? $(grep -c 'Race reported' $OUT/sanitizer_v17_racecheck.log) races; $(tail -1 $OUT/sanitizer_v17_racecheck.log)" | tee -a $LOG
       grep -oE 'in function [^ ]+|Race reported between [^$]*' $OUT/sanitizer_v17_racecheck.log | sort | uniq -c | head -20 | tee -a $LOG
@@ -378,7 +378,7 @@ for stage in "$@"; do
         timeout 150 env "$@" $BIN $lens $D fused 2>&1 | tee -a $OUT/v17.txt
       }
       for round in 1 2; do
-        for BIN in $B/bench_hyena_fused $B/bench_hyena_fused_v16; do
+        for BIN in $B/bench_hyena_fused ${V17_BINS:-}; do
           [ -x "$BIN" ] || continue
           for sig in scalar vec8; do
             ab "$(basename $BIN) signal $sig" ${V17_L:-131072,262144} 256 LONGMIX_FUSED_SIGNAL_ACCESS=$sig

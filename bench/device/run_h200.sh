@@ -65,8 +65,9 @@
 #            tests, the Hyena GPU tests with the 8-row path forced, memcheck and a racecheck of the
 #            8-row kernels alone; ncu kernel times at 128k; with TAPS_FULL=1 also the 8-row cut
 #            below 2^24 and the FFT passes' ncu sections; logs in taps.tgz
-#   v17      the signal's 8-row pass A on its own register bound (4 blocks an SM at N1 = 512) against
-#            the scalar pass (and the builds named in $V17_BINS), same call, two rounds; the
+#   v17      the signal's 8-row pass A against the scalar pass (and the builds named in $V17_BINS),
+#            same call, two rounds (v17's own 4-blocks-an-SM kernel for it was measured and
+#            reverted: the 8-row pass is now the shared kernel again); the
 #            GpuHyenaFused tests (the 8-row path at N1 = 1024) and the tuner's; a racecheck of the
 #            8-row kernels without a kernel filter; the -persist flash kernels beside the launched
 #            ones at $V17_FLASH_L (32k-128k), two rounds; logs in v17.tgz
@@ -356,8 +357,8 @@ for stage in "$@"; do
       (cd $OUT && tar -czf taps.tgz taps.txt gpu_test_fused.log gpu_test_hyena.log sanitizer_taps_*.log ncu_v16_*.txt \
         && rm -f taps.txt gpu_test_fused.log gpu_test_hyena.log sanitizer_taps_*.log ncu_v16_*.txt)
       ;;
-    v17)  # the signal's 8-row pass A on its own bound (N1 = 512) against the scalar one and v16's
-          # 8-row (bound 5), same call, two rounds; the 8-row tests at N1 = 1024; an unfiltered
+    v17)  # the signal's 8-row pass A (v17's own 64-register kernel at N1 = 512, since reverted: now
+          # the shared 8-row kernel) against the scalar one, same call, two rounds; the 8-row tests at N1 = 1024; an unfiltered
           # racecheck of the 8-row kernels; the persistent flash kernels beside the launched ones at
           # 32k-128k (the tuner's v4c question), two rounds; logs in v17.tgz
       (command -v cuobjdump >/dev/null && cuobjdump --dump-resource-usage $B/bench_hyena_fused 2>&1 | \

@@ -161,21 +161,6 @@ template <int N1>
 constexpr int vec8_min_blocks() {
   return N1 == 1024 ? LONGMIX_FUSED_VEC8_MIN_BLOCKS_N1024 : LONGMIX_FUSED_VEC8_MIN_BLOCKS;
 }
-// The signal's pass A (its source gathers x0 and v through the short convs: the pass the 8-row
-// path loses at 48 registers, bench/NOTES.md v15–v16) on its own bound, v17: at N1 = 512
-// LONGMIX_FUSED_SIGNAL_VEC8_MIN_BLOCKS_N512 (4: 64 registers) in an instantiation of its own;
-// at every other size the shared 8-row kernel (no second instantiation where the bounds agree).
-#ifndef LONGMIX_FUSED_SIGNAL_VEC8_MIN_BLOCKS_N512
-#define LONGMIX_FUSED_SIGNAL_VEC8_MIN_BLOCKS_N512 4
-#endif
-template <int N1>
-constexpr int signal_vec8_min_blocks() {
-  return N1 == 512 ? LONGMIX_FUSED_SIGNAL_VEC8_MIN_BLOCKS_N512 : vec8_min_blocks<N1>();
-}
-template <int N1>
-constexpr bool signal_vec8_own_kernel() {
-  return signal_vec8_min_blocks<N1>() != vec8_min_blocks<N1>();
-}
 template <int N1, typename S>
 __global__ void __launch_bounds__(ColCfg<N1>::kThreads) col_fwd_kernel(PassParams P) { col_fwd<N1, S, false>(P); }
 template <int N1, typename S>
@@ -184,10 +169,6 @@ template <int N1, typename S>
 __global__ void __launch_bounds__(ColCfg<N1>::kThreads, vec8_min_blocks<N1>()) col_fwd_vec8_kernel(PassParams P) { col_fwd<N1, S, true>(P); }
 template <int N1, typename S>
 __global__ void __launch_bounds__(ColCfg<N1>::kThreads, vec8_min_blocks<N1>()) col_inv_vec8_kernel(PassParams P) { col_inv<N1, S, true>(P); }
-template <int N1, typename S>
-__global__ void __launch_bounds__(ColCfg<N1>::kThreads, signal_vec8_min_blocks<N1>()) col_fwd_signal_vec8_kernel(PassParams P) {
-  col_fwd<N1, S, true>(P);
-}
 
 // Row FFTs of size N2, the two rows (k1, N1−k1) of one pair per block.
 // cuFFTDx's default elements per thread (16 at N2 = 512 measured slower: 423 µs against 391 at
@@ -279,10 +260,6 @@ __global__ void __launch_bounds__(RowCfg<N2>::kThreads) row_kernel(PassParams P)
     CUDA_CHECK(cudaFuncSetAttribute(col_fwd_vec8_kernel<SIZE, float2>, a, CC::kSmem));                 \
     CUDA_CHECK(cudaFuncSetAttribute(col_inv_vec8_kernel<SIZE, __half2>, a, CC::kSmem));                \
     CUDA_CHECK(cudaFuncSetAttribute(col_inv_vec8_kernel<SIZE, float2>, a, CC::kSmem));                 \
-    if constexpr (signal_vec8_own_kernel<SIZE>()) {                                                    \
-      CUDA_CHECK(cudaFuncSetAttribute(col_fwd_signal_vec8_kernel<SIZE, __half2>, a, CC::kSmem));       \
-      CUDA_CHECK(cudaFuncSetAttribute(col_fwd_signal_vec8_kernel<SIZE, float2>, a, CC::kSmem));        \
-    }                                                                                                  \
     CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, __half2>, a, RC::kSmem));                         \
     CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, float2>, a, RC::kSmem));                          \
   }                                                                                                    \
@@ -299,12 +276,7 @@ __global__ void __launch_bounds__(RowCfg<N2>::kThreads) row_kernel(PassParams P)
         col_inv_kernel<SIZE, __half2>,      col_inv_kernel<SIZE, float2>,                              \
         col_fwd_vec8_kernel<SIZE, __half2>, col_fwd_vec8_kernel<SIZE, float2>,                         \
         col_inv_vec8_kernel<SIZE, __half2>, col_inv_vec8_kernel<SIZE, float2>};                        \
-    void (*kernel)(PassParams) = kernels[k];                                                           \
-    if constexpr (signal_vec8_own_kernel<SIZE>()) {                                                    \
-      if (fwd && P.vec8 && P.src != kSrcFilter)                                                        \
-        kernel = half ? col_fwd_signal_vec8_kernel<SIZE, __half2> : col_fwd_signal_vec8_kernel<SIZE, float2>; \
-    }                                                                                                  \
-    kernel<<<grid, block, Cfg::kSmem, s>>>(P);                                                         \
+    kernels[k]<<<grid, block, Cfg::kSmem, s>>>(P);                                                     \
     CUDA_CHECK_LAUNCH();                                                                               \
   }                                                                                                    \
   template <>                                                                                          \

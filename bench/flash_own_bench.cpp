@@ -1,7 +1,7 @@
 // flash-own's kernel variants next to cuDNN's flash attention (flash-cudnn), same process, same
 // inputs: median time of >= 10 calls and >= 0.2 s (CUDA events), TFLOP/s (4·B·H·L²·d/2 causal,
 // twice that non-causal) and the ratio to cuDNN. Prints figures; not a test.
-// Usage: bench_flash_own [lengths=4096,16384,32768,131072] [dtype=fp16] [shapes=all|d64] [impls]
+// Usage: bench_flash_own [lengths=4096,16384,32768,131072] [dtype=fp16] [shapes=all|d64|d64h4|d64h16] [impls]
 // impls: a comma list of flash-cudnn and variant names (default: cuDNN and every variant), e.g.
 // to profile one kernel under ncu.
 #include <cuda_runtime.h>
@@ -34,6 +34,13 @@ int run(int argc, char** argv) {
     for (std::string x; std::getline(ss, x, ',');) lengths.push_back(std::atoll(x.c_str()));
   }
   const DType t = parse_dtype(argc > 2 ? argv[2] : "fp16");
+  // shapes: all, d64 (causal d = 64, H = 4 and 16: the sweep's shapes) or d64h4 / d64h16 (one
+  // of those: one shape's launches to profile)
+  const std::string shapes_arg = argc > 3 ? argv[3] : "all";
+  const bool only_d64 = shapes_arg.rfind("d64", 0) == 0;
+  const std::int64_t only_h = shapes_arg == "d64h4" ? 4 : shapes_arg == "d64h16" ? 16 : 0;
+  if (!(shapes_arg == "all" || shapes_arg == "d64" || only_h))
+    throw std::invalid_argument("shapes must be all, d64, d64h4 or d64h16, not '" + shapes_arg + "'");
   CudaAllocator alloc(0);
   CudaContext ctx;
   ctx.alloc = &alloc;
@@ -44,12 +51,12 @@ int run(int argc, char** argv) {
   std::printf("%-8s %-4s %-4s %-7s %-18s %10s %9s %9s\n", "L", "H", "d", "causal", "impl", "ms", "TFLOP/s", "vs_cudnn");
   struct Shape { std::int64_t H, d; bool causal; };
   const Shape shapes[] = {{4, 64, true}, {16, 64, true}, {4, 64, false}, {2, 128, true}, {8, 128, true}};
-  const bool only_d64 = argc > 3 && std::string(argv[3]) == "d64";  // causal d = 64 (the sweep's shapes)
   std::string impls;  // ",a,b,"
   if (argc > 4) impls.append(",").append(argv[4]).append(",");
   auto wanted = [&](const std::string& name) { return impls.empty() || impls.find("," + name + ",") != std::string::npos; };
   for (const auto& sh : shapes) {
     if (only_d64 && (sh.d != 64 || !sh.causal)) continue;
+    if (only_h && sh.H != only_h) continue;
     for (const std::int64_t L : lengths) {
       if (!sh.causal && L > 32768) continue;  // non-causal: the short lengths tell the story
       const AttentionParams p{1, L, sh.H, sh.d, sh.causal, 0};

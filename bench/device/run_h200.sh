@@ -74,6 +74,8 @@
 #   persist  the flash-own tests and sanitizers, then bench_flash_own of the -persist variants
 #            beside the launched grids ($PERSIST_IMPLS) at $FLASH_BENCH_L, two rounds
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
+#   flashpersistncu  ncu (time, SM activity spread, L2 hit rate, DRAM bytes) of the persistent kernels'
+#            12-16% outliers at H = 16 beside the fast cases, and the variant benchmark at 64k, 128k
 #   flashncu  ncu sections (warp stalls, scheduler, pipes) of flash-own's ws-128x128-pp-e4 and of
 #            cuDNN's kernel at 32k, H = 4, d = 64, causal (one launch each)
 #   glue     flash-cudnn layer scope at D = 1024 (H = 16) 4k..128k with PyTorch's cuDNN and FA2
@@ -413,6 +415,25 @@ for stage in "$@"; do
       timeout 300 $B/bench_flash_own ${FLASH_BENCH_L:-4096,8192,16384,32768,131072} fp16 ${FLASH_BENCH_SHAPES:-all} 2>&1 | \
         while IFS= read -r line; do echo "$(date -u +%T.%N | cut -c1-12) $line"; done | tee $OUT/bench_flash_own_all.txt | tee -a $LOG
       kill $smi
+      ;;
+    flashpersistncu)  # the persistent kernels' outliers (bench/NOTES.md flash-own Next 4): one launch each of
+      # the slow and the fast case at H = 16 (-persist at 64k and 128k, ws-128x128 at 64k, cuDNN at 64k):
+      # time, SM activity spread, L2 hit rate, DRAM bytes; the variant benchmark alongside, two rounds
+      for run in "65536 ws-128x128-persist" "131072 ws-128x128-persist" "65536 ws-128x128" "65536 flash-cudnn" \
+                 "65536 ws-128x128-pp-persist-lpt"; do
+        set -- $run
+        timeout 200 ncu --launch-skip 3 --launch-count 1 --section SpeedOfLight --section LaunchStats \
+          --section Occupancy --section MemoryWorkloadAnalysis --section WorkloadDistribution \
+          --metrics gpu__time_duration.sum,lts__t_sector_hit_rate.pct,dram__bytes.sum,sm__cycles_active.min,sm__cycles_active.max,sm__cycles_active.avg \
+          $B/bench_flash_own $1 fp16 d64h16 $2 > $OUT/ncu_persist_$1_$2.txt 2>&1
+        echo "ncu $1 $2 rc=$? $(grep -m1 'gpu__time_duration.sum' $OUT/ncu_persist_$1_$2.txt)" | tee -a $LOG
+      done
+      for round in 1 2; do
+        timeout 200 $B/bench_flash_own 65536,131072 fp16 d64 \
+          flash-cudnn,ws-128x128,ws-128x128-pp,ws-128x128-pp-split,ws-128x128-persist,ws-128x128-pp-persist,ws-128x128-persist-lpt,ws-128x128-pp-persist-lpt \
+          2>&1 | sed "s/^/round $round /" | tee -a $OUT/bench_flash_persist.txt | tee -a $LOG
+      done
+      tar -C $OUT -czf $OUT/ncu_persist.tgz $(cd $OUT && ls ncu_persist_*.txt) && rm -f $OUT/ncu_persist_*.txt
       ;;
     flashncu)
       for impl in ${FLASH_NCU_IMPLS:-ws-128x128-pp-e4 flash-cudnn}; do

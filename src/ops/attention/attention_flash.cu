@@ -56,7 +56,9 @@
 //   128k (1.00× against 1.04× for -lpt). The tuner picks per shape; since v4 it times random
 //   inputs, the ws- family only on Hopper, and its finalists by median (flash_own_tune, v4b:
 //   measured on the H200, it dropped -persist at 64k-128k, D = 1024, 1.030 and 1.006 of cuDNN's
-//   time); v4c keeps the fastest -persist variant among the finalists from 64k on.
+//   time); v4c keeps the fastest -persist variant among the finalists from 64k on (measured on
+//   an H100 only: D = 1024 1.015-1.033 of cuDNN's time at 32k-128k, where no variant of the
+//   benchmark beats cuDNN; bench/NOTES.md).
 //
 // Rejected and not yet done: see the "Rejected" notes by the traits below and bench/NOTES.md.
 #include <cuda.h>

@@ -71,6 +71,10 @@
 #            GpuHyenaFused tests (the 8-row path at N1 = 1024) and the tuner's; a racecheck of the
 #            8-row kernels without a kernel filter; the -persist flash kernels beside the launched
 #            ones at $V17_FLASH_L (32k-128k), two rounds; logs in v17.tgz
+#   rowpairs v18: pass B's cuFFTDx row kernels with 1, 2 and 4 row pairs a block
+#            (LONGMIX_FUSED_ROW_PAIRS), same binary, same call, two rounds at $ROWPAIRS_L (4k-32k,
+#            D = 256 and 1024); the GpuHyenaFused tests, the Hyena GPU tests and memcheck/racecheck
+#            with 2 and 4 forced; ncu kernel times at 4k for each; logs in rowpairs.tgz
 #   persist  the flash-own tests and sanitizers, then bench_flash_own of the -persist variants
 #            beside the launched grids ($PERSIST_IMPLS) at $FLASH_BENCH_L, two rounds
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
@@ -396,6 +400,38 @@ for stage in "$@"; do
       LONGMIX_FUSED_SIGNAL_ACCESS=vec8 ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_v17_signal_vec8.txt
       (cd $OUT && tar -czf v17.tgz v17.txt v17_flash.txt gpu_test_v17.log sanitizer_v17_*.log ncu_v17_*.txt \
         && rm -f v17.txt gpu_test_v17.log sanitizer_v17_*.log ncu_v17_*.txt)
+      ;;
+    rowpairs)  # v18: pass B's cuFFTDx rows with 1, 2 and 4 row pairs a block (LONGMIX_FUSED_ROW_PAIRS), same
+               # binary, same call, two rounds; the tests with each forced; sanitizers on two small cases
+      timeout 300 $B/gpu_test --gtest_filter='GpuHyenaFused.*:HyenaFused*' > $OUT/gpu_test_rowpairs.log 2>&1
+      echo "GpuHyenaFused rc=$?" | tee -a $LOG
+      grep -E "^\[  (PASSED|FAILED) |vs one pair|FAILED  \]|Failure" $OUT/gpu_test_rowpairs.log | tee -a $LOG
+      for n in 2 4; do
+        export LONGMIX_FUSED_ROW_PAIRS=$n && hyena_tests && mv $OUT/gpu_test_hyena.log $OUT/gpu_test_hyena_rowpairs$n.log
+        f='Ragged/GpuHyena.MatchesFloat64Reference/100:Ragged/GpuHyena.MatchesFloat64Reference/150'
+        for tool in memcheck racecheck; do
+          timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 $B/gpu_test --gtest_filter="$f" \
+            > $OUT/sanitizer_rowpairs${n}_$tool.log 2>&1
+          echo "$tool (row pairs $n) rc=$? $(tail -1 $OUT/sanitizer_rowpairs${n}_$tool.log)" | tee -a $LOG
+        done
+        unset LONGMIX_FUSED_ROW_PAIRS
+      done
+      for round in 1 2; do
+        for n in 1 2 4; do
+          for D in 256 1024; do
+            echo "--- row pairs $n D $D round $round" | tee -a $OUT/rowpairs.txt
+            LONGMIX_FUSED_ROW_PAIRS=$n timeout 150 $B/bench_hyena_fused ${ROWPAIRS_L:-4096,8192,16384,32768} $D fused \
+              2>&1 | tee -a $OUT/rowpairs.txt
+          done
+        done
+      done
+      grep -E "^---|fused " $OUT/rowpairs.txt | tee -a $LOG
+      for n in 1 2 4; do
+        LONGMIX_FUSED_ROW_PAIRS=$n ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_4k_rowpairs$n.txt 4096
+      done
+      (cd $OUT && tar -czf rowpairs.tgz rowpairs.txt gpu_test_rowpairs.log gpu_test_hyena_rowpairs*.log \
+        sanitizer_rowpairs*.log ncu_4k_rowpairs*.txt && rm -f rowpairs.txt gpu_test_rowpairs.log \
+        gpu_test_hyena_rowpairs*.log sanitizer_rowpairs*.log ncu_4k_rowpairs*.txt)
       ;;
     persist)  # the flash-own tests, sanitizers, and the persistent grid against the launched one (two rounds)
       timeout 240 $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*' > $OUT/gpu_test_flash.log 2>&1

@@ -344,6 +344,41 @@ TEST(GpuHyenaFused, EightRowColumnAccessesMatchTheScalarOnes) {
   be->release_cached();
 }
 
+// pass B's cuFFTDx rows with 2 and 4 row pairs a block against one pair, where they apply
+// (N2 ≤ 256): L = 1500 (N = 4096 = 64 × 64) at D = 256 and 1024, L = 3000 (64 × 128 wide at
+// D = 256, 128 × 64 tall at D = 1024) against float64, L = 10000 (128 × 256) against hyena-cuda;
+// the same FFTs on the same rows, so their outputs agree to rounding.
+TEST(GpuHyenaFused, MultiPairRowBlocksMatchTheOnePairOnes) {
+  REQUIRE_GPU(be);
+  using RowPairs = HyenaFusedOptions::RowPairs;
+  for (const int H : {4, 16}) {
+    for (const std::int64_t L : {1500, 3000, 10000}) {
+      const Problem p = fused_problem(L, H, 19);
+      const bool exact = L <= 4096;
+      const std::vector<double> ref = exact ? reference_output(p) : hyena_cuda_output(*be, p);
+      OwnedCudaContext tc(be->allocator());
+      std::vector<float> one;
+      for (const RowPairs rp : {RowPairs::kOne, RowPairs::kTwo, RowPairs::kFour}) {
+        HyenaFusedOptions opt;
+        opt.row_pairs = rp;
+        const int n = rp == RowPairs::kOne ? 1 : rp == RowPairs::kTwo ? 2 : 4;
+        const std::string what = "D=" + std::to_string(64 * H) + " L=" + std::to_string(L) + " row pairs " +
+                                 std::to_string(n);
+        const std::vector<float> out = fused_output(p, tc.ctx, opt);
+        expect_fused_close(out, ref, what + " vs " + (exact ? "float64" : "hyena-cuda"));
+        if (n == 1) {
+          one = out;
+          continue;
+        }
+        const auto c = compare(out, std::vector<double>(one.begin(), one.end()));
+        std::printf("hyena-fused %s vs one pair: %s\n", what.c_str(), c.summary().c_str());
+        EXPECT_LE(c.rel_l2, 1e-3) << what << ": " << c.summary();
+      }
+    }
+  }
+  be->release_cached();
+}
+
 // pass B's row FFTs on tensor cores (N2 = 512: L = 40000 gives N = 2^17 = 256 × 512, ragged;
 // L = 100000 gives 512 × 512), fp16 rows staged and direct, against cuFFTDx's, fp16 and fp32 spectra, D = 256, every output
 // against hyena-cuda (fp32 cuFFT). Asking for them where N2 is not 512 is an error.
@@ -400,6 +435,7 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   EXPECT_EQ(same.overlap, Overlap::kAuto);
   EXPECT_EQ(same.col_access, ColAccess::kAuto);
   EXPECT_EQ(same.signal_access, ColAccess::kAuto);
+  EXPECT_EQ(same.row_pairs, HyenaFusedOptions::RowPairs::kAuto);
   setenv("LONGMIX_FUSED_SPLIT", "tall", 1);
   setenv("LONGMIX_FUSED_ROW", "direct", 1);
   setenv("LONGMIX_FUSED_COL", "tensor", 1);
@@ -407,7 +443,9 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   setenv("LONGMIX_FUSED_OVERLAP", "off", 1);
   setenv("LONGMIX_FUSED_ACCESS", "vec8", 1);
   setenv("LONGMIX_FUSED_SIGNAL_ACCESS", "scalar", 1);
+  setenv("LONGMIX_FUSED_ROW_PAIRS", "4", 1);
   const HyenaFusedOptions set = hyena_fused_options_from_env(base);
+  EXPECT_EQ(set.row_pairs, HyenaFusedOptions::RowPairs::kFour);
   EXPECT_EQ(set.overlap, Overlap::kOff);
   EXPECT_EQ(set.col_access, ColAccess::kVec8);
   EXPECT_EQ(set.signal_access, ColAccess::kScalar);
@@ -790,6 +828,22 @@ TEST(HyenaFusedVec8Choice, SignalPassByColumnSizeOrForced) {
   EXPECT_TRUE(hyena_fused_signal_uses_vec8(o, 1, 256, 4096, 64, 64));
   EXPECT_FALSE(hyena_fused_uses_vec8(o, 1, 256, 4096, 64));
   EXPECT_FALSE(hyena_fused_signal_uses_vec8(o, 1, 256, 1000, 63, 64));
+}
+
+// pass B's row pairs a block (no GPU needed): one unless asked, 2 or 4 only where N2 ≤ 256.
+TEST(HyenaFusedRowPairs, OneUnlessAskedAndOnlyForShortRows) {
+  using RowPairs = HyenaFusedOptions::RowPairs;
+  HyenaFusedOptions o;
+  for (const std::int64_t N2 : {64, 128, 256, 512, 2048}) EXPECT_EQ(hyena_fused_row_pairs(o, N2), 1) << N2;
+  o.row_pairs = RowPairs::kTwo;
+  EXPECT_EQ(hyena_fused_row_pairs(o, 64), 2);
+  EXPECT_EQ(hyena_fused_row_pairs(o, 256), 2);
+  EXPECT_EQ(hyena_fused_row_pairs(o, 512), 1);
+  o.row_pairs = RowPairs::kFour;
+  EXPECT_EQ(hyena_fused_row_pairs(o, 128), 4);
+  EXPECT_EQ(hyena_fused_row_pairs(o, 1024), 1);
+  o.row_pairs = RowPairs::kOne;
+  EXPECT_EQ(hyena_fused_row_pairs(o, 128), 1);
 }
 
 // The tuner's random inputs: in range, not constant, the same for the same seed.

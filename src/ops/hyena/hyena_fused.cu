@@ -329,7 +329,7 @@ struct HyenaFusedPlan::Impl {
   void col(bool fwd, const PassParams& P, std::int64_t pairs) { col(fwd, P, pairs, ctx.stream); }
   void row(const PassParams& P, std::int64_t pairs) {
     if (row_tc) fused::launch_row_tc(opt.fp16_spectra, opt.row_fft != HyenaFusedOptions::RowFft::kTensorDirect, P, pairs, ctx.stream);
-    else LONGMIX_SIZE_SWITCH(N2, fused::launch_row, opt.fp16_spectra, P, pairs, ctx.stream);
+    else LONGMIX_SIZE_SWITCH(N2, fused::launch_row, opt.fp16_spectra, hyena_fused_row_pairs(opt, N2), P, pairs, ctx.stream);
   }
 
   // The filter's pass-A transform (Dh/2 pairs) into tf, from the weights alone, on ctx.stream,
@@ -689,6 +689,10 @@ HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt) {
   };
   access("LONGMIX_FUSED_ACCESS", &opt.col_access);
   access("LONGMIX_FUSED_SIGNAL_ACCESS", &opt.signal_access);
+  using RowPairs = HyenaFusedOptions::RowPairs;
+  env_choice<RowPairs>("LONGMIX_FUSED_ROW_PAIRS",
+                       {{"auto", RowPairs::kAuto}, {"1", RowPairs::kOne}, {"2", RowPairs::kTwo}, {"4", RowPairs::kFour}},
+                       &opt.row_pairs);
   return opt;
 }
 

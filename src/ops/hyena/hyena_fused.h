@@ -54,6 +54,10 @@
 //   v13: the filter's path on a second stream beside in_proj and the signal's pass A up to
 //       L = 32k (Overlap): 4k 0.060 → 0.057 ms, 16k 0.172 → 0.164; 1.7% at 128k, not taken there
 //       (+80 MB of arena).
+//   v14-v16: the column passes' 8-row accesses (ColAccess), their taps by warp shuffles, the
+//       signal's pass A on its own access; v17 (its own 64-register kernel) measured and reverted.
+//   v18: pass B's cuFFTDx rows with 2 or 4 row pairs a block where N2 ≤ 256 (RowPairs; not the
+//       default until measured).
 #pragma once
 #include <memory>
 #include <string>
@@ -114,7 +118,20 @@ struct HyenaFusedOptions {
   // for that pass only.
   ColAccess signal_access = ColAccess::kAuto;
   static constexpr std::int64_t kSignalVec8MinN1 = 1024;
+  // pass B's cuFFTDx row kernels: row pairs a block (v18). One pair is two N2-point FFTs, 16-64
+  // threads where N2 ≤ 256 (L ≤ 32k), so an SM's 32-block limit holds it at 25-100% of its
+  // threads; kTwo and kFour put 2 or 4 pairs in a block there (N2 > 256 keeps one: its blocks
+  // are 128 threads and up). kAuto: one pair (the kernels of two and four are not measured yet).
+  enum class RowPairs { kAuto, kOne, kTwo, kFour };
+  RowPairs row_pairs = RowPairs::kAuto;
 };
+
+// Row pairs a block of pass B's cuFFTDx kernels for row size N2 (1, 2 or 4).
+inline int hyena_fused_row_pairs(const HyenaFusedOptions& o, std::int64_t N2) {
+  using P = HyenaFusedOptions::RowPairs;
+  if (N2 > 256) return 1;
+  return o.row_pairs == P::kTwo ? 2 : o.row_pairs == P::kFour ? 4 : 1;
+}
 
 // Whether the column passes take the 8-row accesses: R rows a column (R % 8 == 0 needed),
 // B·D·L elements of signal (kAuto's threshold).
@@ -137,12 +154,13 @@ inline bool hyena_fused_signal_uses_vec8(const HyenaFusedOptions& o, std::int64_
 // options are built: LONGMIX_FUSED_SPLIT=wide|tall, LONGMIX_FUSED_ROW=cufftdx|auto|direct,
 // LONGMIX_FUSED_COL=cufftdx|auto|tensor, LONGMIX_FUSED_OVERLAP=off|auto|on,
 // LONGMIX_FUSED_ACCESS=auto|scalar|vec8, LONGMIX_FUSED_SIGNAL_ACCESS=auto|scalar|vec8,
+// LONGMIX_FUSED_ROW_PAIRS=auto|1|2|4,
 // LONGMIX_GEMM_TUNE=0 (the heuristic's first choices). A value it does not know is an error.
 HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt = {});
 // The names of those switches (for logs that say what ran, and tests that clear them).
 inline constexpr const char* kHyenaFusedEnvSwitches[] = {
     "LONGMIX_FUSED_SPLIT",  "LONGMIX_FUSED_ROW",           "LONGMIX_FUSED_COL", "LONGMIX_FUSED_OVERLAP",
-    "LONGMIX_FUSED_ACCESS", "LONGMIX_FUSED_SIGNAL_ACCESS", "LONGMIX_GEMM_TUNE"};
+    "LONGMIX_FUSED_ACCESS", "LONGMIX_FUSED_SIGNAL_ACCESS", "LONGMIX_FUSED_ROW_PAIRS", "LONGMIX_GEMM_TUNE"};
 
 // Whether a plan of length L with these options runs the filter's path on the second stream:
 // never with the filter cached (there is none per call), else as opt.overlap says (auto: L up to

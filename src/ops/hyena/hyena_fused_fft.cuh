@@ -170,36 +170,40 @@ __global__ void __launch_bounds__(ColCfg<N1>::kThreads, vec8_min_blocks<N1>()) c
 template <int N1, typename S>
 __global__ void __launch_bounds__(ColCfg<N1>::kThreads, vec8_min_blocks<N1>()) col_inv_vec8_kernel(PassParams P) { col_inv<N1, S, true>(P); }
 
-// Row FFTs of size N2, the two rows (k1, N1−k1) of one pair per block.
+// Row FFTs of size N2, the two rows (k1, N1−k1) of kPairs row pairs per block (v18: 2 or 4 pairs
+// where N2 ≤ 256, whose one-pair blocks hold 16-64 threads: an SM's 32-block limit then leaves
+// it at 25-100% of its threads; `HyenaFusedOptions::row_pairs`).
 // cuFFTDx's default elements per thread (16 at N2 = 512 measured slower: 423 µs against 391 at
 // 128k, two 32-thread FFTs a block, 31% occupancy by shared memory).
-template <int N2, cufftdx::fft_direction Dir>
+template <int N2, cufftdx::fft_direction Dir, int kFfts>
 using RowFftT = decltype(cufftdx::Size<N2>() + cufftdx::Precision<float>() +
                          cufftdx::Type<cufftdx::fft_type::c2c>() + cufftdx::Direction<Dir>() +
-                         cufftdx::FFTsPerBlock<2>() + cufftdx::SM<900>() + cufftdx::Block());
-template <int N2>
+                         cufftdx::FFTsPerBlock<kFfts>() + cufftdx::SM<900>() + cufftdx::Block());
+template <int N2, int kPairs = 1>
 struct RowCfg {
-  using Fwd = RowFftT<N2, cufftdx::fft_direction::forward>;
-  using Inv = RowFftT<N2, cufftdx::fft_direction::inverse>;
-  static_assert(Fwd::block_dim.x == Inv::block_dim.x && Fwd::block_dim.y == 2, "row FFT layout");
-  static constexpr int kThreads = Fwd::block_dim.x * 2;
+  using Fwd = RowFftT<N2, cufftdx::fft_direction::forward, 2 * kPairs>;
+  using Inv = RowFftT<N2, cufftdx::fft_direction::inverse, 2 * kPairs>;
+  static_assert(Fwd::block_dim.x == Inv::block_dim.x && Fwd::block_dim.y == 2 * kPairs, "row FFT layout");
+  static constexpr int kThreads = Fwd::block_dim.x * 2 * kPairs;
   static constexpr int kFftSmem = ((int(Fwd::shared_memory_size) > int(Inv::shared_memory_size)
                                         ? int(Fwd::shared_memory_size) : int(Inv::shared_memory_size)) + 15) / 16 * 16;
-  static constexpr int kSmem = kFftSmem + 4 * N2 * 8;  // + Z rows and H rows (2 each)
+  static constexpr int kSmem = kFftSmem + 4 * kPairs * N2 * 8;  // + Z rows and H rows (2 a pair each)
 };
 
-// pass B. Grid (N1 / 2, signal pairs). T: (pairs, N1, N2) in place; Tf: (Dh/2, N1, N2).
-template <int N2, typename S>
-__global__ void __launch_bounds__(RowCfg<N2>::kThreads) row_kernel(PassParams P) {
-  using Cfg = RowCfg<N2>;
+// pass B. Grid (N1 / 2 / kPairs, signal pairs). T: (pairs, N1, N2) in place; Tf: (Dh/2, N1, N2).
+// FFT j of a block (threadIdx.y) is row s = j % 2 of its pair j / 2.
+template <int N2, typename S, int kPairs>
+__global__ void __launch_bounds__(RowCfg<N2, kPairs>::kThreads) row_kernel(PassParams P) {
+  using Cfg = RowCfg<N2, kPairs>;
   using FFT = typename Cfg::Fwd;
   using IFFT = typename Cfg::Inv;
   using CT = typename FFT::value_type;
   extern __shared__ __align__(16) unsigned char smem[];
-  float2* Zs = reinterpret_cast<float2*>(smem + Cfg::kFftSmem);  // [2][N2]
-  float2* Hs = Zs + 2 * N2;                                         // [2][N2]
-  const long long N1 = P.N1, r = blockIdx.x, p = blockIdx.y;
-  const int s = threadIdx.y;
+  const int q = threadIdx.y / 2;  // this row's pair within the block
+  float2* Zs = reinterpret_cast<float2*>(smem + Cfg::kFftSmem) + 2 * q * N2;  // [2][N2] of this pair
+  float2* Hs = reinterpret_cast<float2*>(smem + Cfg::kFftSmem) + 2 * (kPairs + q) * N2;  // [2][N2]
+  const long long N1 = P.N1, r = static_cast<long long>(blockIdx.x) * kPairs + q, p = blockIdx.y;
+  const int s = threadIdx.y % 2;
   const long long row = r == 0 ? (s == 0 ? 0 : N1 / 2) : (s == 0 ? r : N1 - r);
   const long long cp = p % P.half_D, pf = P.o * P.half_D + cp;
   const S* Tf = static_cast<const S*>(P.Tf) + (pf * N1 + row) * N2;
@@ -246,6 +250,21 @@ __global__ void __launch_bounds__(RowCfg<N2>::kThreads) row_kernel(PassParams P)
     store_c(T, threadIdx.x + i * FFT::stride, make_float2(td[i].x, td[i].y));
 }
 
+// Row sizes with the 2- and 4-pair kernels (their one-pair blocks are 16-64 threads).
+template <int N2>
+constexpr bool row_multi_pairs() {
+  return N2 <= 256;
+}
+template <int N2, int kPairs>
+void launch_row_pairs(bool half, const PassParams& P, long long pairs, cudaStream_t s) {
+  using Cfg = RowCfg<N2, kPairs>;
+  const dim3 grid(unsigned(P.N1 / 2 / kPairs), unsigned(pairs));
+  const dim3 block(Cfg::Fwd::block_dim.x, 2 * kPairs);
+  if (half) row_kernel<N2, __half2, kPairs><<<grid, block, Cfg::kSmem, s>>>(P);
+  else row_kernel<N2, float2, kPairs><<<grid, block, Cfg::kSmem, s>>>(P);
+  CUDA_CHECK_LAUNCH();
+}
+
 #define LONGMIX_FUSED_LAUNCHERS(SIZE)                                                                 \
   template <>                                                                                          \
   void prepare_size<SIZE>() {                                                                          \
@@ -260,8 +279,14 @@ __global__ void __launch_bounds__(RowCfg<N2>::kThreads) row_kernel(PassParams P)
     CUDA_CHECK(cudaFuncSetAttribute(col_fwd_vec8_kernel<SIZE, float2>, a, CC::kSmem));                 \
     CUDA_CHECK(cudaFuncSetAttribute(col_inv_vec8_kernel<SIZE, __half2>, a, CC::kSmem));                \
     CUDA_CHECK(cudaFuncSetAttribute(col_inv_vec8_kernel<SIZE, float2>, a, CC::kSmem));                 \
-    CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, __half2>, a, RC::kSmem));                         \
-    CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, float2>, a, RC::kSmem));                          \
+    CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, __half2, 1>, a, RC::kSmem));                      \
+    CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, float2, 1>, a, RC::kSmem));                       \
+    if constexpr (row_multi_pairs<SIZE>()) {                                                           \
+      CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, __half2, 2>, a, RowCfg<SIZE, 2>::kSmem));       \
+      CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, float2, 2>, a, RowCfg<SIZE, 2>::kSmem));        \
+      CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, __half2, 4>, a, RowCfg<SIZE, 4>::kSmem));       \
+      CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, float2, 4>, a, RowCfg<SIZE, 4>::kSmem));        \
+    }                                                                                                  \
   }                                                                                                    \
   template <>                                                                                          \
   int col_width<SIZE>() { return ColCfg<SIZE>::W; }                                                    \
@@ -280,13 +305,12 @@ __global__ void __launch_bounds__(RowCfg<N2>::kThreads) row_kernel(PassParams P)
     CUDA_CHECK_LAUNCH();                                                                               \
   }                                                                                                    \
   template <>                                                                                          \
-  void launch_row<SIZE>(bool half, const PassParams& P, long long pairs, cudaStream_t s) {             \
-    using Cfg = RowCfg<SIZE>;                                                                          \
-    const dim3 grid(unsigned(P.N1 / 2), unsigned(pairs));                                              \
-    const dim3 block(Cfg::Fwd::block_dim.x, 2);                                                        \
-    if (half) row_kernel<SIZE, __half2><<<grid, block, Cfg::kSmem, s>>>(P);                            \
-    else row_kernel<SIZE, float2><<<grid, block, Cfg::kSmem, s>>>(P);                                  \
-    CUDA_CHECK_LAUNCH();                                                                               \
+  void launch_row<SIZE>(bool half, int row_pairs, const PassParams& P, long long pairs, cudaStream_t s) { \
+    if constexpr (row_multi_pairs<SIZE>()) {                                                           \
+      if (row_pairs == 2) return launch_row_pairs<SIZE, 2>(half, P, pairs, s);                         \
+      if (row_pairs == 4) return launch_row_pairs<SIZE, 4>(half, P, pairs, s);                         \
+    }                                                                                                  \
+    launch_row_pairs<SIZE, 1>(half, P, pairs, s);                                                      \
   }
 
 }  // namespace longmix::fused

@@ -78,8 +78,9 @@ template <int Size>
 int col_width();
 template <int N1>
 void launch_col(bool fwd, bool half, const PassParams& P, long long pairs, cudaStream_t s);
+// row_pairs: row pairs a block (1, or 2 and 4 where N2 ≤ 256; anything else runs 1).
 template <int N2>
-void launch_row(bool half, const PassParams& P, long long pairs, cudaStream_t s);
+void launch_row(bool half, int row_pairs, const PassParams& P, long long pairs, cudaStream_t s);
 
 // pass B on tensor cores for N2 = 512 (hyena_fused_row_tc.cu): prepare once at plan time.
 void prepare_row_tc();

@@ -1,14 +1,18 @@
 // flash-own's kernel variants next to cuDNN's flash attention (flash-cudnn), same process, same
 // inputs: median time of >= 10 calls and >= 0.2 s (CUDA events), TFLOP/s (4·B·H·L²·d/2 causal,
 // twice that non-causal) and the ratio to cuDNN. Prints figures; not a test.
-// Usage: bench_flash_own [lengths=4096,16384,32768,131072] [dtype=fp16] [shapes=all|d64|d64h4|d64h16] [impls]
-// impls: a comma list of flash-cudnn and variant names (default: cuDNN and every variant), e.g.
-// to profile one kernel under ncu.
+// Usage: bench_flash_own [lengths=4096,16384,32768,131072] [dtype=fp16] [shapes=all|d64|d64h4|d64h16]
+//                        [impls=all] [order=forward|reverse]
+// impls: a comma list of flash-cudnn and variant names (all: cuDNN and every variant), e.g.
+// to profile one kernel under ncu. order: cuDNN first, then the variants as listed, or the
+// reverse (a second round in the other order tells whether the order moves the ratios).
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -39,6 +43,10 @@ int run(int argc, char** argv) {
   const std::string shapes_arg = argc > 3 ? argv[3] : "all";
   const bool only_d64 = shapes_arg.rfind("d64", 0) == 0;
   const std::int64_t only_h = shapes_arg == "d64h4" ? 4 : shapes_arg == "d64h16" ? 16 : 0;
+  const std::string order_arg = argc > 5 ? argv[5] : "forward";
+  if (order_arg != "forward" && order_arg != "reverse")
+    throw std::invalid_argument("order must be forward or reverse, not '" + order_arg + "'");
+  const bool reverse = order_arg == "reverse";
   if (!(shapes_arg == "all" || shapes_arg == "d64" || only_h))
     throw std::invalid_argument("shapes must be all, d64, d64h4 or d64h16, not '" + shapes_arg + "'");
   CudaAllocator alloc(0);
@@ -52,7 +60,7 @@ int run(int argc, char** argv) {
   struct Shape { std::int64_t H, d; bool causal; };
   const Shape shapes[] = {{4, 64, true}, {16, 64, true}, {4, 64, false}, {2, 128, true}, {8, 128, true}};
   std::string impls;  // ",a,b,"
-  if (argc > 4) impls.append(",").append(argv[4]).append(",");
+  if (argc > 4 && std::string(argv[4]) != "all") impls.append(",").append(argv[4]).append(",");
   auto wanted = [&](const std::string& name) { return impls.empty() || impls.find("," + name + ",") != std::string::npos; };
   for (const auto& sh : shapes) {
     if (only_d64 && (sh.d != 64 || !sh.causal)) continue;
@@ -65,29 +73,47 @@ int run(int argc, char** argv) {
       Buffer<float> lse(alloc, sh.H * L);
       const std::vector<float> host = bench::random_inputs(static_cast<std::size_t>(L * D));
       for (auto* b : {&q, &k, &v}) *b = upload_as(alloc, host, t, ctx.stream);
-      double cudnn_ms = 0;
-      try {
-        if (!wanted("flash-cudnn")) throw std::runtime_error("not asked for");
-        CudnnFlash cf(p, t, D, D);
-        cudnn_ms = median_ms([&] { cf.run(q.data(), k.data(), v.data(), o.data(), lse.data(), ctx); }, ctx.stream);
-      } catch (const std::exception& e) {
-        std::printf("# flash-cudnn unavailable: %s\n", e.what());
+      // Every implementation of this shape and length, measured in the order asked for (reverse
+      // puts cuDNN last: a GPU at its power cap may run the first measurement after a pause at a
+      // higher clock, so two rounds in opposite orders show whether the order moves the ratios).
+      std::vector<std::pair<std::string, std::function<void()>>> jobs;
+      std::unique_ptr<CudnnFlash> cf;
+      if (wanted("flash-cudnn")) {
+        try {
+          cf = std::make_unique<CudnnFlash>(p, t, D, D);
+          jobs.emplace_back("flash-cudnn", [&] { cf->run(q.data(), k.data(), v.data(), o.data(), lse.data(), ctx); });
+        } catch (const std::exception& e) {
+          std::printf("# flash-cudnn unavailable: %s\n", e.what());
+        }
       }
-      auto row = [&](const std::string& name, double ms) {
-        std::printf("%-8lld %-4lld %-4lld %-7s %-18s %10.4f %9.1f %9.3f\n", static_cast<long long>(L),
-                    static_cast<long long>(sh.H), static_cast<long long>(sh.d), sh.causal ? "yes" : "no",
-                    name.c_str(), ms, p.flops() / (ms * 1e-3) / 1e12, cudnn_ms > 0 ? ms / cudnn_ms : 0.0);
-      };
-      if (cudnn_ms > 0) row("flash-cudnn", cudnn_ms);
-      for (const auto& var : flash_own_variants(p)) {
+      std::vector<Buffer<char>> workspaces;
+      std::vector<FlashOwnArgs> args;
+      const auto variants = flash_own_variants(p);
+      workspaces.reserve(variants.size());
+      args.reserve(variants.size());
+      for (const auto& var : variants) {
         if (!wanted(var)) continue;
         FlashOwnArgs a;
         a.q = q.data(); a.k = k.data(); a.v = v.data(); a.o = o.data(); a.lse = lse.data();
         a.ld_in = D; a.ld_o = D;
-        Buffer<char> ws = flash_own_workspace(p, var, alloc, ctx.stream);
-        a.workspace = ws.data(); a.workspace_bytes = ws.bytes();
-        row("own:" + var, median_ms([&] { flash_own_forward(p, t, a, ctx.stream, var); }, ctx.stream));
+        workspaces.push_back(flash_own_workspace(p, var, alloc, ctx.stream));
+        a.workspace = workspaces.back().data(); a.workspace_bytes = workspaces.back().bytes();
+        args.push_back(a);
+        const FlashOwnArgs* ap = &args.back();
+        jobs.emplace_back("own:" + var, [&, ap, var] { flash_own_forward(p, t, *ap, ctx.stream, var); });
       }
+      if (reverse) std::reverse(jobs.begin(), jobs.end());
+      std::vector<double> ms(jobs.size());
+      double cudnn_ms = 0;
+      for (std::size_t j = 0; j < jobs.size(); ++j) {
+        ms[j] = median_ms(jobs[j].second, ctx.stream);
+        if (jobs[j].first == "flash-cudnn") cudnn_ms = ms[j];
+      }
+      for (std::size_t j = 0; j < jobs.size(); ++j)
+        std::printf("%-8lld %-4lld %-4lld %-7s %-18s %10.4f %9.1f %9.3f\n", static_cast<long long>(L),
+                    static_cast<long long>(sh.H), static_cast<long long>(sh.d), sh.causal ? "yes" : "no",
+                    jobs[j].first.c_str(), ms[j], p.flops() / (ms[j] * 1e-3) / 1e12,
+                    cudnn_ms > 0 ? ms[j] / cudnn_ms : 0.0);
       std::fflush(stdout);
     }
   }

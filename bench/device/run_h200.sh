@@ -440,9 +440,10 @@ for stage in "$@"; do
       grep -B3 -A3 "Failure" $OUT/gpu_test_flash.log | head -40 | tee -a $LOG
       sanitize 'Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/0:Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/7' flash
       for round in 1 2; do
+        order=forward; [ $round = 2 ] && order=reverse  # the second round in the other order
         timeout 200 $B/bench_flash_own ${FLASH_BENCH_L:-4096,8192,16384,32768,131072} fp16 all \
           ${PERSIST_IMPLS:-flash-cudnn,ws-128x128,ws-128x128-pp,ws-128x128-pp-split,ws-128x128-persist,ws-128x128-persist-lpt,ws-128x128-pp-persist,ws-128x128-pp-persist-lpt} \
-          2>&1 | tee -a $OUT/bench_flash_persist.txt | tee -a $LOG
+          $order 2>&1 | sed "s/^/round $round ($order) /" | tee -a $OUT/bench_flash_persist.txt | tee -a $LOG
       done
       ;;
     flashbench)  # every shape; the SM clock and power sampled every 100 ms alongside
@@ -465,9 +466,10 @@ for stage in "$@"; do
         echo "ncu $1 $2 rc=$? $(grep -m1 'gpu__time_duration.sum' $OUT/ncu_persist_$1_$2.txt)" | tee -a $LOG
       done
       for round in 1 2; do
+        order=forward; [ $round = 2 ] && order=reverse  # the second round in the other order
         timeout 200 $B/bench_flash_own 65536,131072 fp16 d64 \
           flash-cudnn,ws-128x128,ws-128x128-pp,ws-128x128-pp-split,ws-128x128-persist,ws-128x128-pp-persist,ws-128x128-persist-lpt,ws-128x128-pp-persist-lpt \
-          2>&1 | sed "s/^/round $round /" | tee -a $OUT/bench_flash_persist.txt | tee -a $LOG
+          $order 2>&1 | sed "s/^/round $round ($order) /" | tee -a $OUT/bench_flash_persist.txt | tee -a $LOG
       done
       tar -C $OUT -czf $OUT/ncu_persist.tgz $(cd $OUT && ls ncu_persist_*.txt) && rm -f $OUT/ncu_persist_*.txt
       ;;

@@ -346,7 +346,8 @@ TEST(GpuHyenaFused, EightRowColumnAccessesMatchTheScalarOnes) {
 
 // pass B's cuFFTDx rows with 2 and 4 row pairs a block against one pair, where they apply
 // (N2 ≤ 256): L = 1500 (N = 4096 = 64 × 64) at D = 256 and 1024, L = 3000 (64 × 128 wide at
-// D = 256, 128 × 64 tall at D = 1024) against float64, L = 10000 (128 × 256) against hyena-cuda;
+// D = 256, 128 × 64 tall at D = 1024) against float64, L = 10000 (128 × 256 wide, 256 × 128
+// tall) against hyena-cuda;
 // the same FFTs on the same rows, so their outputs agree to rounding.
 TEST(GpuHyenaFused, MultiPairRowBlocksMatchTheOnePairOnes) {
   REQUIRE_GPU(be);

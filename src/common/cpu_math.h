@@ -7,7 +7,9 @@
 
 namespace longmix {
 
-// C[M×N] = alpha·op(A)·op(B) + beta·C, row-major; op(X) = Xᵀ when trans.
+// C[M×N] = alpha·op(A)·op(B) + beta·C, row-major; op(X) = Xᵀ when trans. Outside an OpenMP
+// parallel region the rows of C are split across the OpenMP threads (OpenBLAS itself runs
+// single-threaded, so only one thread pool ever spins on the cores); inside one, on this thread.
 void sgemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
            const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
            std::int64_t ldc);

@@ -121,6 +121,21 @@ sanitize() {
     echo "compute-sanitizer $tool ($name) rc=$? $(tail -1 $OUT/sanitizer_${name}_$tool.log)" | tee -a $LOG
   done
 }
+# bench_hyena_fused (hyena-fused alone) with VAR set to each of VALUES in turn, at D = 256 and
+# 1024, two rounds, every run appended to $OUT/FILE under "--- LABEL value D d round r", then the
+# summary lines to the log: env_ab LABEL VAR "VALUES" LENGTHS FILE TIMEOUT_S.
+env_ab() {
+  local label=$1 var=$2 values=$3 lens=$4 file=$OUT/$5 limit=$6 round v D
+  for round in 1 2; do
+    for v in $values; do
+      for D in 256 1024; do
+        echo "--- $label $v D $D round $round" | tee -a $file
+        env $var=$v timeout $limit $B/bench_hyena_fused $lens $D fused 2>&1 | tee -a $file
+      done
+    done
+  done
+  grep -E "^---|fused " $file | tee -a $LOG
+}
 # The Hyena GPU tests (both impls) in 8 shards, log $OUT/gpu_test_hyena.log.
 hyena_tests() {
   for i in $(seq 0 7); do
@@ -416,16 +431,7 @@ for stage in "$@"; do
         done
         unset LONGMIX_FUSED_ROW_PAIRS
       done
-      for round in 1 2; do
-        for n in 1 2 4; do
-          for D in 256 1024; do
-            echo "--- row pairs $n D $D round $round" | tee -a $OUT/rowpairs.txt
-            LONGMIX_FUSED_ROW_PAIRS=$n timeout 150 $B/bench_hyena_fused ${ROWPAIRS_L:-4096,8192,16384,32768} $D fused \
-              2>&1 | tee -a $OUT/rowpairs.txt
-          done
-        done
-      done
-      grep -E "^---|fused " $OUT/rowpairs.txt | tee -a $LOG
+      env_ab "row pairs" LONGMIX_FUSED_ROW_PAIRS "1 2 4" ${ROWPAIRS_L:-4096,8192,16384,32768} rowpairs.txt 150
       for n in 1 2 4; do
         LONGMIX_FUSED_ROW_PAIRS=$n ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_4k_rowpairs$n.txt 4096
       done
@@ -534,16 +540,7 @@ for stage in "$@"; do
       hyena_tests
       ;;
     fusedsplit)  # the FFT split forced wide (N2 = 2·N1) or tall (N1 = 2·N2), same binary, same call
-      for round in 1 2; do
-        for split in wide tall; do
-          for D in 256 1024; do
-            echo "--- split $split D $D round $round" | tee -a $OUT/fusedsplit.txt
-            LONGMIX_FUSED_SPLIT=$split timeout 120 $B/bench_hyena_fused ${FUSED_SPLIT_L:-4096,8192,16384,32768} $D fused \
-              2>&1 | tee -a $OUT/fusedsplit.txt
-          done
-        done
-      done
-      grep -E "^---|fused " $OUT/fusedsplit.txt | tee -a $LOG
+      env_ab split LONGMIX_FUSED_SPLIT "wide tall" ${FUSED_SPLIT_L:-4096,8192,16384,32768} fusedsplit.txt 120
       export LONGMIX_FUSED_SPLIT=tall && hyena_tests; unset LONGMIX_FUSED_SPLIT
       mv $OUT/gpu_test_hyena.log $OUT/gpu_test_hyena_tall.log
       ;;

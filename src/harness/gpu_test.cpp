@@ -298,12 +298,9 @@ TEST(GpuHyenaFused, EightRowColumnAccessesMatchTheScalarOnes) {
                        Case{65536, 4, 2, ColFft::kAuto}, Case{65536, 16, 2, ColFft::kAuto},
                        Case{131000, 4, 2, ColFft::kAuto}, Case{131000, 4, 2, ColFft::kTensor},
                        Case{516000, 1, 2, ColFft::kAuto}, Case{1031000, 1, 2, ColFft::kAuto}}) {
-    {  // the plan's split (hyena_fused.cu): every case must have R % 8 == 0, or both runs are scalar
-      std::int64_t N = 4096;  // kMinFft
-      int lg = 12;
-      while (N < 2 * k.L) N *= 2, ++lg;
-      std::int64_t n1 = std::int64_t{1} << (lg / 2), n2 = N / n1;
-      if (64 * k.H >= 512 && N <= 32768 && n2 == 2 * n1) std::swap(n1, n2);
+    {  // the plan's split: every case must have R % 8 == 0, or both runs are scalar
+      int n1 = 0, n2 = 0;
+      hyena_fused_split(hyena_fused_fft_size(k.L), 64 * k.H, HyenaFusedOptions::Split::kAuto, &n1, &n2);
       ASSERT_EQ((k.L + n2 - 1) / n2 % 8, 0) << "L=" << k.L << ": the 8-row path would not run (N1=" << n1 << ")";
     }
     Workload w;

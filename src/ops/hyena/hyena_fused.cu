@@ -31,7 +31,7 @@ using fused::pack_half2;
 constexpr int kFM = 64;       // widest filter MLP supported (F ≤ 64)
 constexpr int kMaxE = 8;      // widest positional embedding supported
 constexpr int kMaxMid = 12;   // inner MLP layers held in shared memory at once
-constexpr std::int64_t kMinFft = 4096, kMaxFft = 1ll << 22;
+constexpr std::int64_t kMaxFft = 1ll << 22;
 
 // Filter MLP, every layer but the last (SPEC §3 step 4): act (Lp, Fs) fp16 = Sin(… Sin(Linear(z_pos)))
 // on tensor cores. A warp computes 16 time points × 64 outputs of a layer as 8 × 4 m16n8k16 MMAs
@@ -186,24 +186,6 @@ __global__ void transpose_pos16_kernel(const unsigned short* __restrict__ in, un
   }
 }
 
-std::int64_t fft_size_for(std::int64_t L) {
-  std::int64_t n = kMinFft;
-  while (n < 2 * L) n *= 2;
-  return n;
-}
-
-// N = N1·N2: wide N1 ≤ N2 ≤ 2·N1; tall (N ≤ 32768 only) N2 ≤ N1 ≤ 2·N2, where R = ⌈L/N2⌉
-// doubles and with it the m of the projections' strided batches (m = R = 32 at 4k ran in_proj at
-// ~390 TFLOP/s against ~550 at m = 64, D = 1024). HyenaFusedOptions::Split says which.
-void split(std::int64_t N, std::int64_t D, HyenaFusedOptions::Split choice, int* n1, int* n2) {
-  using Split = HyenaFusedOptions::Split;
-  const bool tall = choice == Split::kTall || (choice == Split::kAuto && D >= 512);
-  int lg = 0;
-  while ((1ll << lg) < N) ++lg;
-  *n1 = 1 << (lg / 2);
-  *n2 = static_cast<int>(N / *n1);
-  if (tall && N <= 32768 && *n2 == 2 * *n1) std::swap(*n1, *n2);
-}
 
 #define LONGMIX_SIZE_SWITCH(n, F, ...)            \
   switch (n) {                                    \
@@ -243,7 +225,7 @@ std::string hyena_fused_unsupported(const HyenaConfig& cfg, std::int64_t L, DTyp
     return "hyena-fused: " + std::to_string(cfg.num_inner_mlps) + " inner MLP layers (supported: up to 12)";
   if (cfg.short_filter_order > 9)
     return "hyena-fused: short filter of length " + std::to_string(cfg.short_filter_order) + " (supported: up to 9)";
-  if (fft_size_for(L) > kMaxFft)
+  if (hyena_fused_fft_size(L) > kMaxFft)
     return "hyena-fused: L=" + std::to_string(L) + " needs an FFT longer than " + std::to_string(kMaxFft) +
            " (supported: L up to " + std::to_string(kMaxFft / 2) + ")";
   return {};
@@ -534,8 +516,8 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   m.cached = cache_filter;
   m.opt = opt;
   m.ctx = ctx;
-  m.N = fft_size_for(L);
-  split(m.N, m.D, opt.split, &m.N1, &m.N2);
+  m.N = hyena_fused_fft_size(L);
+  hyena_fused_split(m.N, m.D, opt.split, &m.N1, &m.N2);
   m.R = static_cast<int>((L + m.N2 - 1) / m.N2);
   m.Lp = std::int64_t(m.N2) * m.R;
   m.ssz = opt.fp16_spectra ? 4 : 8;

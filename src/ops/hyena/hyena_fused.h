@@ -61,6 +61,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "common/cuda_context.h"
 #include "ops/hyena/hyena.h"
@@ -124,13 +125,33 @@ struct HyenaFusedOptions {
   // are 128 threads and up). kAuto: one pair (the kernels of two and four are not measured yet).
   enum class RowPairs { kAuto, kOne, kTwo, kFour };
   RowPairs row_pairs = RowPairs::kAuto;
+  static constexpr int kRowPairsMaxN2 = 256;  // the longest rows with the 2- and 4-pair kernels
 };
 
 // Row pairs a block of pass B's cuFFTDx kernels for row size N2 (1, 2 or 4).
 inline int hyena_fused_row_pairs(const HyenaFusedOptions& o, std::int64_t N2) {
   using P = HyenaFusedOptions::RowPairs;
-  if (N2 > 256) return 1;
+  if (N2 > HyenaFusedOptions::kRowPairsMaxN2) return 1;
   return o.row_pairs == P::kTwo ? 2 : o.row_pairs == P::kFour ? 4 : 1;
+}
+
+// The FFT size of a plan of length L: the smallest power of two ≥ 2L, at least 4096.
+inline std::int64_t hyena_fused_fft_size(std::int64_t L) {
+  std::int64_t n = 4096;
+  while (n < 2 * L) n *= 2;
+  return n;
+}
+// N = N1·N2: wide N1 ≤ N2 ≤ 2·N1; tall (N ≤ 32768 only) N2 ≤ N1 ≤ 2·N2, where R = ⌈L/N2⌉
+// doubles and with it the m of the projections' strided batches (m = R = 32 at 4k ran in_proj at
+// ~390 TFLOP/s against ~550 at m = 64, D = 1024). HyenaFusedOptions::Split says which.
+inline void hyena_fused_split(std::int64_t N, std::int64_t D, HyenaFusedOptions::Split choice, int* n1, int* n2) {
+  using Split = HyenaFusedOptions::Split;
+  const bool tall = choice == Split::kTall || (choice == Split::kAuto && D >= 512);
+  int lg = 0;
+  while ((std::int64_t{1} << lg) < N) ++lg;
+  *n1 = 1 << (lg / 2);
+  *n2 = static_cast<int>(N / *n1);
+  if (tall && N <= 32768 && *n2 == 2 * *n1) std::swap(*n1, *n2);
 }
 
 // Whether the column passes take the 8-row accesses: R rows a column (R % 8 == 0 needed),

@@ -25,6 +25,7 @@
 
 #include <type_traits>
 
+#include "ops/hyena/hyena_fused.h"
 #include "ops/hyena/hyena_fused_cols.cuh"
 
 namespace longmix::fused {
@@ -250,10 +251,11 @@ __global__ void __launch_bounds__(RowCfg<N2, kPairs>::kThreads) row_kernel(PassP
     store_c(T, threadIdx.x + i * FFT::stride, make_float2(td[i].x, td[i].y));
 }
 
-// Row sizes with the 2- and 4-pair kernels (their one-pair blocks are 16-64 threads).
+// Row sizes with the 2- and 4-pair kernels (their one-pair blocks are 16-64 threads): the same
+// bound as hyena_fused_row_pairs.
 template <int N2>
 constexpr bool row_multi_pairs() {
-  return N2 <= 256;
+  return N2 <= HyenaFusedOptions::kRowPairsMaxN2;
 }
 template <int N2, int kPairs>
 void launch_row_pairs(bool half, const PassParams& P, long long pairs, cudaStream_t s) {

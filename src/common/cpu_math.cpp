@@ -5,6 +5,11 @@
 
 #include <algorithm>
 
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define LONGMIX_AVX2 1
+#endif
+
 namespace longmix {
 
 namespace {
@@ -66,6 +71,75 @@ void linear(std::int64_t M, std::int64_t N, std::int64_t K, const float* X, cons
     beta = 1.0f;
   }
   sgemm(false, true, M, N, K, 1.0f, X, K, W, K, beta, Y, N);
+}
+
+#ifdef LONGMIX_AVX2
+namespace {
+// fast_exp2 on 8 lanes: the same clamp (NaN kept: max/min return their second operand when
+// one is NaN), the same rounding and polynomial, the exponent by integer shift.
+inline __m256 exp2_ps(__m256 x) {
+  x = _mm256_min_ps(_mm256_set1_ps(127.0f), _mm256_max_ps(_mm256_set1_ps(-127.0f), x));
+  const __m256 xi = _mm256_floor_ps(_mm256_add_ps(x, _mm256_set1_ps(0.5f)));
+  const __m256 f = _mm256_sub_ps(x, xi);
+  __m256 p = _mm256_set1_ps(1.535336188319500e-4f);
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.339887440266574e-3f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.618437357674640e-3f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550332471162809e-2f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.402264791363012e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931472028550421e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_add_epi32(_mm256_cvttps_epi32(xi), _mm256_set1_epi32(127));
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
+}
+inline float hsum(__m256 v) {
+  __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+  return _mm_cvtss_f32(_mm_add_ss(a, _mm_movehdup_ps(a)));
+}
+}  // namespace
+#endif
+
+float row_max(const float* s, std::int64_t n, float init) {
+  std::int64_t c = 0;
+  float m = init;
+#ifdef LONGMIX_AVX2
+  if (n >= 16) {
+    // max_ps(x, m) = x > m ? x : m, which is std::max(m, x): a NaN x leaves m. Two
+    // accumulators hide the instruction's latency.
+    __m256 m0 = _mm256_set1_ps(init), m1 = m0;
+    for (; c + 16 <= n; c += 16) {
+      m0 = _mm256_max_ps(_mm256_loadu_ps(s + c), m0);
+      m1 = _mm256_max_ps(_mm256_loadu_ps(s + c + 8), m1);
+    }
+    alignas(32) float lanes[16];
+    _mm256_store_ps(lanes, m0);
+    _mm256_store_ps(lanes + 8, m1);
+    for (float x : lanes) m = std::max(m, x);
+  }
+#endif
+  for (; c < n; ++c) m = std::max(m, s[c]);
+  return m;
+}
+
+float exp2_row_sum(float* s, std::int64_t n, float shift, float mul) {
+  std::int64_t c = 0;
+  float sum = 0.0f;
+#ifdef LONGMIX_AVX2
+  const __m256 sh = _mm256_set1_ps(shift), mu = _mm256_set1_ps(mul);
+  __m256 acc = _mm256_setzero_ps();
+  for (; c + 8 <= n; c += 8) {
+    const __m256 e = exp2_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(s + c), sh), mu));
+    _mm256_storeu_ps(s + c, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  sum = hsum(acc);
+#endif
+  for (; c < n; ++c) {
+    const float e = fast_exp2((s[c] - shift) * mul);
+    s[c] = e;
+    sum += e;
+  }
+  return sum;
 }
 
 int blas_threads() { return openblas_get_num_threads(); }

@@ -35,7 +35,8 @@ class BlasSingleThreaded {
 };
 
 // 2^x in float, relative error < 2.5e-7 on [-126, 127]; returns exactly 0 for x <= -127
-// (so -inf gives 0). Branch-free so loops over it vectorise.
+// (so -inf gives 0). GCC does not vectorise loops over it (its clamps are branches without
+// -ffast-math): the row loops below call the AVX2 form of the same polynomial.
 inline float fast_exp2(float x) {
   x = x < -127.0f ? -127.0f : (x > 127.0f ? 127.0f : x);
   const float xi = __builtin_floorf(x + 0.5f);
@@ -53,5 +54,12 @@ inline float fast_exp2(float x) {
   std::memcpy(&scale, &bits, sizeof scale);
   return p * scale;
 }
+
+// Softmax row helpers, AVX2 + FMA where the build has them (x86-64-v3), else scalar loops.
+// row_max: max(init, s[0], …, s[n−1]), ignoring NaN elements as std::max(m, x) does.
+float row_max(const float* s, std::int64_t n, float init);
+// s[c] = fast_exp2((s[c] − shift)·mul) for c < n, in place; returns their sum. The same
+// polynomial as fast_exp2 (a NaN element stays NaN; x ≤ −127 gives 0).
+float exp2_row_sum(float* s, std::int64_t n, float shift, float mul);
 
 }  // namespace longmix

@@ -266,12 +266,34 @@ void launch_row_pairs(bool half, const PassParams& P, long long pairs, cudaStrea
   else row_kernel<N2, float2, kPairs><<<grid, block, Cfg::kSmem, s>>>(P);
   CUDA_CHECK_LAUNCH();
 }
+// The multi-pair choices live in templates so that `if constexpr` discards them where N2 is past
+// kRowPairsMaxN2: in the launchers' explicit specializations (not templates) a discarded branch
+// would still name row_kernel<N2, S, 2 / 4> (nvcc warning 20280: no definition in the unit).
+template <int N2>
+void prepare_rows() {
+  const auto a = cudaFuncAttributeMaxDynamicSharedMemorySize;
+  CUDA_CHECK(cudaFuncSetAttribute(row_kernel<N2, __half2, 1>, a, RowCfg<N2>::kSmem));
+  CUDA_CHECK(cudaFuncSetAttribute(row_kernel<N2, float2, 1>, a, RowCfg<N2>::kSmem));
+  if constexpr (row_multi_pairs<N2>()) {
+    CUDA_CHECK(cudaFuncSetAttribute(row_kernel<N2, __half2, 2>, a, RowCfg<N2, 2>::kSmem));
+    CUDA_CHECK(cudaFuncSetAttribute(row_kernel<N2, float2, 2>, a, RowCfg<N2, 2>::kSmem));
+    CUDA_CHECK(cudaFuncSetAttribute(row_kernel<N2, __half2, 4>, a, RowCfg<N2, 4>::kSmem));
+    CUDA_CHECK(cudaFuncSetAttribute(row_kernel<N2, float2, 4>, a, RowCfg<N2, 4>::kSmem));
+  }
+}
+template <int N2>
+void launch_rows(bool half, int row_pairs, const PassParams& P, long long pairs, cudaStream_t s) {
+  if constexpr (row_multi_pairs<N2>()) {
+    if (row_pairs == 2) return launch_row_pairs<N2, 2>(half, P, pairs, s);
+    if (row_pairs == 4) return launch_row_pairs<N2, 4>(half, P, pairs, s);
+  }
+  launch_row_pairs<N2, 1>(half, P, pairs, s);
+}
 
 #define LONGMIX_FUSED_LAUNCHERS(SIZE)                                                                 \
   template <>                                                                                          \
   void prepare_size<SIZE>() {                                                                          \
     using CC = ColCfg<SIZE>;                                                                           \
-    using RC = RowCfg<SIZE>;                                                                           \
     const auto a = cudaFuncAttributeMaxDynamicSharedMemorySize;                                        \
     CUDA_CHECK(cudaFuncSetAttribute(col_fwd_kernel<SIZE, __half2>, a, CC::kSmem));                     \
     CUDA_CHECK(cudaFuncSetAttribute(col_fwd_kernel<SIZE, float2>, a, CC::kSmem));                      \
@@ -281,14 +303,7 @@ void launch_row_pairs(bool half, const PassParams& P, long long pairs, cudaStrea
     CUDA_CHECK(cudaFuncSetAttribute(col_fwd_vec8_kernel<SIZE, float2>, a, CC::kSmem));                 \
     CUDA_CHECK(cudaFuncSetAttribute(col_inv_vec8_kernel<SIZE, __half2>, a, CC::kSmem));                \
     CUDA_CHECK(cudaFuncSetAttribute(col_inv_vec8_kernel<SIZE, float2>, a, CC::kSmem));                 \
-    CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, __half2, 1>, a, RC::kSmem));                      \
-    CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, float2, 1>, a, RC::kSmem));                       \
-    if constexpr (row_multi_pairs<SIZE>()) {                                                           \
-      CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, __half2, 2>, a, RowCfg<SIZE, 2>::kSmem));       \
-      CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, float2, 2>, a, RowCfg<SIZE, 2>::kSmem));        \
-      CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, __half2, 4>, a, RowCfg<SIZE, 4>::kSmem));       \
-      CUDA_CHECK(cudaFuncSetAttribute(row_kernel<SIZE, float2, 4>, a, RowCfg<SIZE, 4>::kSmem));        \
-    }                                                                                                  \
+    prepare_rows<SIZE>();                                                                              \
   }                                                                                                    \
   template <>                                                                                          \
   int col_width<SIZE>() { return ColCfg<SIZE>::W; }                                                    \
@@ -308,11 +323,7 @@ void launch_row_pairs(bool half, const PassParams& P, long long pairs, cudaStrea
   }                                                                                                    \
   template <>                                                                                          \
   void launch_row<SIZE>(bool half, int row_pairs, const PassParams& P, long long pairs, cudaStream_t s) { \
-    if constexpr (row_multi_pairs<SIZE>()) {                                                           \
-      if (row_pairs == 2) return launch_row_pairs<SIZE, 2>(half, P, pairs, s);                         \
-      if (row_pairs == 4) return launch_row_pairs<SIZE, 4>(half, P, pairs, s);                         \
-    }                                                                                                  \
-    launch_row_pairs<SIZE, 1>(half, P, pairs, s);                                                      \
+    launch_rows<SIZE>(half, row_pairs, P, pairs, s);                                                   \
   }
 
 }  // namespace longmix::fused

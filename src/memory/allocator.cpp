@@ -1,9 +1,11 @@
 #include "memory/allocator.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <new>
 
 namespace longmix {
@@ -62,10 +64,54 @@ void Allocator::set_cap(std::optional<std::size_t> cap_bytes) {
   cap_ = cap_bytes;
 }
 
+CpuAllocator::~CpuAllocator() { release_cached(); }
+
+std::size_t CpuAllocator::cached() const {
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  return kept_bytes_;
+}
+void CpuAllocator::release_cached() {
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  release_locked();
+}
+void CpuAllocator::release_locked() noexcept {
+  for (const auto& [bytes, p] : kept_) ::operator delete(p, std::align_val_t{64});
+  kept_.clear();
+  kept_bytes_ = 0;
+}
+
 void* CpuAllocator::raw_allocate(std::size_t bytes) {
+  if (bytes >= kCacheMin) {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    if (const auto it = kept_.find(bytes); it != kept_.end()) {
+      void* p = it->second;
+      kept_.erase(it);
+      kept_bytes_ -= bytes;
+      return p;
+    }
+    // current() already counts this request (allocate() reserves before raw_allocate).
+    // Never past the cap either (on the CPU: 90% of the free memory unless one is given).
+    std::size_t limit = 2 * peak();
+    if (const auto c = cap()) limit = std::min(limit, *c);
+    while (!kept_.empty() && current() + kept_bytes_ > limit) {
+      const auto last = std::prev(kept_.end());
+      ::operator delete(last->second, std::align_val_t{64});
+      kept_bytes_ -= last->first;
+      kept_.erase(last);
+    }
+  }
   return ::operator new(bytes, std::align_val_t{64}, std::nothrow);
 }
-void CpuAllocator::raw_deallocate(void* p, std::size_t) noexcept {
+void CpuAllocator::raw_deallocate(void* p, std::size_t bytes) noexcept {
+  if (bytes >= kCacheMin) {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    try {
+      kept_.emplace(bytes, p);
+      kept_bytes_ += bytes;
+      return;
+    } catch (...) {  // no memory for the map's node: give the block back instead
+    }
+  }
   ::operator delete(p, std::align_val_t{64});
 }
 

@@ -47,6 +47,52 @@ TEST(CpuAllocator, BuffersAreAligned) {
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(y.data()) % 64, 0u);
 }
 
+// Large freed blocks are handed out again to a request of the same size, never counted as held,
+// and given back when other sizes need the room (at most twice the peak in all).
+TEST(CpuAllocator, KeepsLargeFreedBlocksForTheSameSize) {
+  CpuAllocator a;
+  const std::size_t big = 8 * CpuAllocator::kCacheMin, other = 5 * CpuAllocator::kCacheMin;
+  void* p = a.allocate(big);
+  a.deallocate(p, big);
+  EXPECT_EQ(a.current(), 0u);
+  EXPECT_EQ(a.cached(), big);
+  void* q = a.allocate(big);
+  EXPECT_EQ(q, p);  // the kept block
+  EXPECT_EQ(a.cached(), 0u);
+  EXPECT_EQ(a.current(), big);
+  a.deallocate(q, big);
+  // Small blocks are not kept.
+  void* s = a.allocate(1000);
+  a.deallocate(s, 1000);
+  EXPECT_EQ(a.cached(), big);
+  // Another size: a new block; the kept one stays while handed-out + kept ≤ 2 × peak …
+  void* r = a.allocate(other);
+  EXPECT_EQ(a.cached(), big);
+  a.deallocate(r, other);
+  EXPECT_EQ(a.cached(), big + other);
+  // … and goes back once a new length's requests would pass that (peak reset: a new row).
+  a.reset_peak();
+  void* t = a.allocate(3 * CpuAllocator::kCacheMin);
+  EXPECT_LE(a.current() + a.cached(), 2 * a.peak());
+  EXPECT_EQ(a.cached(), 0u);
+  a.deallocate(t, 3 * CpuAllocator::kCacheMin);
+  a.release_cached();
+  EXPECT_EQ(a.cached(), 0u);
+  // The cap still counts handed-out bytes only.
+  a.set_cap(big);
+  void* u = a.allocate(big);
+  a.deallocate(u, big);
+  EXPECT_NO_THROW(a.deallocate(a.allocate(big), big));
+  EXPECT_THROW(a.allocate(big + 1), OutOfMemory);
+  // Handed-out + kept stay within the cap: a block of another size sends the kept one back.
+  EXPECT_EQ(a.cached(), big);
+  // (2 × the peak, 16 MiB, would keep it; the cap, 12 MiB, does not.)
+  a.set_cap(big + other - CpuAllocator::kCacheMin);
+  void* w = a.allocate(other);
+  EXPECT_EQ(a.cached(), 0u);
+  a.deallocate(w, other);
+}
+
 TEST(ParseBytes, UnitsAndErrors) {
   EXPECT_EQ(parse_bytes("8GiB"), 8ull << 30);
   EXPECT_EQ(parse_bytes("512MiB"), 512ull << 20);

@@ -828,11 +828,13 @@ TEST(HyenaFusedVec8Choice, SignalPassByColumnSizeOrForced) {
   EXPECT_FALSE(hyena_fused_signal_uses_vec8(o, 1, 256, 1000, 63, 64));
 }
 
-// pass B's row pairs a block (no GPU needed): one unless asked, 2 or 4 only where N2 ≤ 256.
-TEST(HyenaFusedRowPairs, OneUnlessAskedAndOnlyForShortRows) {
+// pass B's row pairs a block (no GPU needed): auto is four where N2 ≤ 256 and one past it; 1, 2
+// or 4 when asked, but never more than one past 256.
+TEST(HyenaFusedRowPairs, FourByDefaultAndOnlyForShortRows) {
   using RowPairs = HyenaFusedOptions::RowPairs;
   HyenaFusedOptions o;
-  for (const std::int64_t N2 : {64, 128, 256, 512, 2048}) EXPECT_EQ(hyena_fused_row_pairs(o, N2), 1) << N2;
+  for (const std::int64_t N2 : {64, 128, 256}) EXPECT_EQ(hyena_fused_row_pairs(o, N2), 4) << N2;
+  for (const std::int64_t N2 : {512, 1024, 2048}) EXPECT_EQ(hyena_fused_row_pairs(o, N2), 1) << N2;
   o.row_pairs = RowPairs::kTwo;
   EXPECT_EQ(hyena_fused_row_pairs(o, 64), 2);
   EXPECT_EQ(hyena_fused_row_pairs(o, 256), 2);

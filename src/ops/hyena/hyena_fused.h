@@ -56,8 +56,9 @@
 //       (+80 MB of arena).
 //   v14-v16: the column passes' 8-row accesses (ColAccess), their taps by warp shuffles, the
 //       signal's pass A on its own access; v17 (its own 64-register kernel) measured and reverted.
-//   v18: pass B's cuFFTDx rows with 2 or 4 row pairs a block where N2 ≤ 256 (RowPairs; not the
-//       default until measured).
+//   v18: pass B's cuFFTDx rows with 4 row pairs a block where N2 ≤ 256 (RowPairs, L ≤ 32k): on
+//       an H100, layer 0.5–3% faster at 4k–32k, D = 256 and 1024 (pass B at 4k 18.4–18.9 → 17.1–
+//       17.4 µs).
 #pragma once
 #include <memory>
 #include <string>
@@ -122,7 +123,11 @@ struct HyenaFusedOptions {
   // pass B's cuFFTDx row kernels: row pairs a block (v18). One pair is two N2-point FFTs, 16-64
   // threads where N2 ≤ 256 (L ≤ 32k), so an SM's 32-block limit holds it at 25-100% of its
   // threads; kTwo and kFour put 2 or 4 pairs in a block there (N2 > 256 keeps one: its blocks
-  // are 128 threads and up). kAuto: one pair (the kernels of two and four are not measured yet).
+  // are 128 threads and up). kAuto: four pairs there (measured on an H100, same binary, same call,
+  // two rounds, results/h100/hyena-fused/rowpairs_v18.txt: 4 pairs against 1, layer, D = 256
+  // 4k 0.0555–0.0556 / 0.0569–0.0572 ms, 8k 0.0999–0.1003 / 0.1028–0.1032, 16k 0.1657–0.1666 /
+  // 0.1666–0.1675, 32k 0.2828–0.2859 / 0.2899–0.2906; D = 1024 4k 0.2058–0.2060 / 0.2109–0.2123,
+  // 16k 0.6604–0.6617 / 0.6810–0.6813, 32k 1.241–1.252 / 1.265–1.274; 2 pairs in between).
   enum class RowPairs { kAuto, kOne, kTwo, kFour };
   RowPairs row_pairs = RowPairs::kAuto;
   static constexpr int kRowPairsMaxN2 = 256;  // the longest rows with the 2- and 4-pair kernels
@@ -132,7 +137,7 @@ struct HyenaFusedOptions {
 inline int hyena_fused_row_pairs(const HyenaFusedOptions& o, std::int64_t N2) {
   using P = HyenaFusedOptions::RowPairs;
   if (N2 > HyenaFusedOptions::kRowPairsMaxN2) return 1;
-  return o.row_pairs == P::kTwo ? 2 : o.row_pairs == P::kFour ? 4 : 1;
+  return o.row_pairs == P::kOne ? 1 : o.row_pairs == P::kTwo ? 2 : 4;
 }
 
 // The FFT size of a plan of length L: the smallest power of two ≥ 2L, at least 4096.

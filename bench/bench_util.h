@@ -49,6 +49,48 @@ double median_ms(F&& f, cudaStream_t s) {
   return t[t.size() / 2];
 }
 
+// Medians of several calls measured call by call in turn (job 0, 1, …, then again, the first of
+// each round rotating), so that no implementation owns one stretch of the GPU's clock: on a GPU
+// at its power cap, back-to-back measurements of ~1 s each moved one implementation's time by
+// 4–11% with its place in the sequence (H100, bench/NOTES.md flash-own Next 6). 3 warm-up calls
+// each, then rounds until every job has >= 10 calls and >= 0.2 s of them.
+template <typename F>
+std::vector<double> interleaved_median_ms(const std::vector<F*>& jobs, cudaStream_t s) {
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  for (F* f : jobs)
+    for (int i = 0; i < 3; ++i) (*f)();
+  const std::size_t n = jobs.size();
+  std::vector<std::vector<float>> t(n);
+  std::vector<float> total(n, 0.0f);
+  auto done = [&] {
+    for (std::size_t j = 0; j < n; ++j)
+      if (t[j].size() < 10 || total[j] < 200.0f) return false;
+    return true;
+  };
+  for (std::size_t round = 0; n > 0 && !done(); ++round)
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t j = (round + i) % n;
+      CUDA_CHECK(cudaEventRecord(a, s));
+      (*jobs[j])();
+      CUDA_CHECK(cudaEventRecord(b, s));
+      CUDA_CHECK(cudaEventSynchronize(b));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+      t[j].push_back(ms);
+      total[j] += ms;
+    }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::vector<double> med(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    std::sort(t[j].begin(), t[j].end());
+    med[j] = t[j][t[j].size() / 2];
+  }
+  return med;
+}
+
 // n small random-ish inputs in [-1, 1) (xorshift64, 16-bit steps: exact in fp16 and bf16's
 // range), the same sequence in every benchmark.
 inline std::vector<float> random_inputs(std::size_t n) {

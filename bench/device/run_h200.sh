@@ -78,6 +78,8 @@
 #   persist  the flash-own tests and sanitizers, then bench_flash_own of the -persist variants
 #            beside the launched grids ($PERSIST_IMPLS) at $FLASH_BENCH_L, two rounds
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
+#   flashinter  the variant benchmark interleaved call by call (order=interleaved), D = 256 and 1024
+#            (d64), $FLASH_INTER_L (32k-128k), two rounds, beside one round in each fixed order
 #   flashpersistncu  ncu (time, SM activity spread, L2 hit rate, DRAM bytes) of the persistent kernels'
 #            12-16% outliers at H = 16 beside the fast cases, and the variant benchmark at 64k, 128k
 #   flashncu  ncu sections (warp stalls, scheduler, pipes) of flash-own's ws-128x128-pp-e4 and of
@@ -458,6 +460,12 @@ for stage in "$@"; do
       timeout 300 $B/bench_flash_own ${FLASH_BENCH_L:-4096,8192,16384,32768,131072} fp16 ${FLASH_BENCH_SHAPES:-all} 2>&1 | \
         while IFS= read -r line; do echo "$(date -u +%T.%N | cut -c1-12) $line"; done | tee $OUT/bench_flash_own_all.txt | tee -a $LOG
       kill $smi
+      ;;
+    flashinter)  # the variant benchmark interleaved call by call against the fixed orders (NOTES Next 6a)
+      for order in interleaved forward reverse interleaved; do
+        timeout 200 $B/bench_flash_own ${FLASH_INTER_L:-32768,65536,131072} fp16 d64 all $order 2>&1 | \
+          sed "s/^/$order /" | tee -a $OUT/bench_flash_interleaved.txt | tee -a $LOG
+      done
       ;;
     flashpersistncu)  # the persistent kernels' outliers (bench/NOTES.md flash-own Next 4): one launch each of
       # the slow and the fast case at H = 16 (-persist at 64k and 128k, ws-128x128 at 64k, cuDNN at 64k):

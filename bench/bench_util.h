@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <type_traits>
 #include <vector>
 
 #include "common/cuda_check.h"
@@ -24,36 +25,12 @@ int guarded_main(const char* name, F&& body) {
   }
 }
 
-// Median of >= 10 calls and >= 0.2 s of calls (CUDA events around each), after 3 warm-up calls.
-template <typename F>
-double median_ms(F&& f, cudaStream_t s) {
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> t;
-  float total = 0;
-  while (t.size() < 10 || total < 200.0f) {
-    CUDA_CHECK(cudaEventRecord(a, s));
-    f();
-    CUDA_CHECK(cudaEventRecord(b, s));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-    total += ms;
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-// Medians of several calls measured call by call in turn (job 0, 1, …, then again, the first of
-// each round rotating), so that no implementation owns one stretch of the GPU's clock: on a GPU
-// at its power cap, back-to-back measurements of ~1 s each moved one implementation's time by
-// 4–11% with its place in the sequence (H100, bench/NOTES.md flash-own Next 6). 3 warm-up calls
-// each, then rounds until every job has >= 10 calls and >= 0.2 s of them.
+// Medians of several enqueued calls (CUDA events around each) measured call by call in turn (job
+// 0, 1, …, then again, the first of each round rotating), so that no implementation owns one
+// stretch of the GPU's clock: on a GPU at its power cap, back-to-back measurements of ~1 s each
+// moved one implementation's time by 4–11% with its place in the sequence (H100, bench/NOTES.md
+// flash-own Next 6). 3 warm-up calls each, then rounds until every job has >= 10 calls and
+// >= 0.2 s of them.
 template <typename F>
 std::vector<double> interleaved_median_ms(const std::vector<F*>& jobs, cudaStream_t s) {
   cudaEvent_t a, b;
@@ -89,6 +66,14 @@ std::vector<double> interleaved_median_ms(const std::vector<F*>& jobs, cudaStrea
     med[j] = t[j][t[j].size() / 2];
   }
   return med;
+}
+
+// Median of >= 10 calls and >= 0.2 s of calls (CUDA events around each), after 3 warm-up calls:
+// interleaved_median_ms with one job.
+template <typename F>
+double median_ms(F&& f, cudaStream_t s) {
+  std::remove_reference_t<F>* job = &f;
+  return interleaved_median_ms(std::vector<std::remove_reference_t<F>*>{job}, s)[0];
 }
 
 // n small random-ish inputs in [-1, 1) (xorshift64, 16-bit steps: exact in fp16 and bf16's

@@ -37,17 +37,16 @@ class BlasSingleThreaded {
 // 2^x in float, relative error < 2.5e-7 on [-126, 127]; returns exactly 0 for x <= -127
 // (so -inf gives 0). GCC does not vectorise loops over it (its clamps are branches without
 // -ffast-math): the row loops below call the AVX2 form of the same polynomial.
+// 2^f on [-0.5, 0.5], highest power first (Horner), for fast_exp2 and its AVX2 form.
+inline constexpr float kExp2Poly[7] = {1.535336188319500e-4f, 1.339887440266574e-3f,
+                                       9.618437357674640e-3f, 5.550332471162809e-2f,
+                                       2.402264791363012e-1f, 6.931472028550421e-1f, 1.0f};
 inline float fast_exp2(float x) {
   x = x < -127.0f ? -127.0f : (x > 127.0f ? 127.0f : x);
   const float xi = __builtin_floorf(x + 0.5f);
   const float f = x - xi;  // [-0.5, 0.5]
-  float p = 1.535336188319500e-4f;
-  p = p * f + 1.339887440266574e-3f;
-  p = p * f + 9.618437357674640e-3f;
-  p = p * f + 5.550332471162809e-2f;
-  p = p * f + 2.402264791363012e-1f;
-  p = p * f + 6.931472028550421e-1f;
-  p = p * f + 1.0f;
+  float p = kExp2Poly[0];
+  for (int i = 1; i < 7; ++i) p = p * f + kExp2Poly[i];
   const std::int32_t e = static_cast<std::int32_t>(xi) + 127;  // 0 .. 254
   std::int32_t bits = e << 23;
   float scale;

@@ -152,6 +152,10 @@ class CpuBackend final : public Backend {
     return static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   }
   std::string default_dtype() const override { return "fp32"; }
+  // The allocator's kept blocks, as the CUDA backend's cache: given back between rows and before
+  // --isolate's row processes, and counted in reserved_GB (handed out + kept).
+  void release_cached() override { alloc_.release_cached(); }
+  std::size_t reserved_bytes() const override { return alloc_.current() + alloc_.cached(); }
   std::vector<std::pair<std::string, double>> measure_ceilings() override {
     const std::int64_t n = 1024;
     std::vector<float> A(n * n, 0.5f), B(n * n, 0.25f), C(n * n);

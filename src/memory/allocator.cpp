@@ -72,12 +72,15 @@ std::size_t CpuAllocator::cached() const {
 }
 void CpuAllocator::release_cached() {
   std::lock_guard<std::mutex> lock(cache_mu_);
-  release_locked();
+  release_locked(0);
 }
-void CpuAllocator::release_locked() noexcept {
-  for (const auto& [bytes, p] : kept_) ::operator delete(p, std::align_val_t{64});
-  kept_.clear();
-  kept_bytes_ = 0;
+void CpuAllocator::release_locked(std::size_t keep) noexcept {
+  while (kept_bytes_ > keep) {  // the largest first
+    const auto last = std::prev(kept_.end());
+    ::operator delete(last->second, std::align_val_t{64});
+    kept_bytes_ -= last->first;
+    kept_.erase(last);
+  }
 }
 
 void* CpuAllocator::raw_allocate(std::size_t bytes) {
@@ -93,12 +96,8 @@ void* CpuAllocator::raw_allocate(std::size_t bytes) {
     // Never past the cap either (on the CPU: 90% of the free memory unless one is given).
     std::size_t limit = 2 * peak();
     if (const auto c = cap()) limit = std::min(limit, *c);
-    while (!kept_.empty() && current() + kept_bytes_ > limit) {
-      const auto last = std::prev(kept_.end());
-      ::operator delete(last->second, std::align_val_t{64});
-      kept_bytes_ -= last->first;
-      kept_.erase(last);
-    }
+    const std::size_t held = current();
+    release_locked(limit > held ? limit - held : 0);
   }
   return ::operator new(bytes, std::align_val_t{64}, std::nothrow);
 }

@@ -56,8 +56,9 @@ class Allocator {
 // 32k: ~15% of the samples). On a request that no kept block fits, kept blocks (largest first)
 // go back to the system until handed-out plus kept bytes are at most twice the peak since the
 // last reset_peak() and at most the cap: a new length's calls free the previous length's set,
-// and the process never holds more than twice what the counts show, nor more than the cap. The counts (current, peak, cap) are the bytes
-// handed out, as before; cached() is what is kept beside them.
+// and the process never holds more than twice what the counts show, nor more than the cap. The
+// counts (current, peak, cap) are the bytes handed out, as before; cached() is what is kept
+// beside them.
 class CpuAllocator final : public Allocator {
  public:
   ~CpuAllocator() override;
@@ -71,7 +72,7 @@ class CpuAllocator final : public Allocator {
   void raw_deallocate(void* p, std::size_t bytes) noexcept override;
 
  private:
-  void release_locked() noexcept;
+  void release_locked(std::size_t keep) noexcept;  // until at most `keep` bytes are kept
   mutable std::mutex cache_mu_;
   std::multimap<std::size_t, void*> kept_;
   std::size_t kept_bytes_ = 0;

@@ -69,6 +69,8 @@ int main(int argc, char** argv) {
   sweep->add_option("--seed", so.seed, "seed of weights and inputs")->capture_default_str();
   sweep->add_flag("--resume", so.resume, "skip rows already measured in --out");
   sweep->add_flag("--quiet", so.quiet, "no progress on stderr");
+  bool no_interleave = false;
+  sweep->add_flag("--no-interleave", no_interleave, "time the implementations of one op at one length one after the other instead of in turns");
   sweep->add_flag("--isolate", so.isolate, "measure each row in its own process: a crash, device fault or hang becomes that row's status=error and the sweep goes on");
   sweep->add_option("--row-timeout", so.row_timeout_s, "with --isolate: kill a row after this many seconds (0: never)");
 
@@ -150,6 +152,7 @@ int main(int argc, char** argv) {
       so.filter_cached = filter == "cached";
       so.causal = !non_causal;
       so.extrapolate = !no_extrapolate;
+      so.interleave = !no_interleave;
       so.check = !no_check;
       LONGMIX_REQUIRE(so.policy.warmup >= 1, "--warmup must be >= 1 (the first call measures memory)");
       LONGMIX_REQUIRE(so.policy.min_reps >= 1, "--min-reps must be >= 1");

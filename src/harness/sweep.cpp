@@ -332,6 +332,12 @@ std::string environment_json(Backend& be, const SweepOptions& opt) {
                      {"timer", be.name() == "cuda" ? "CUDA events around each call"
                                                    : "steady_clock around each call"},
                      {"l2_flushed", false},
+                     {"order", opt.interleave && !opt.isolate
+                                   ? "the implementations of one op at one length timed in turns "
+                                     "(each a turn a round, a turn about as long as the slowest's "
+                                     "call, the first of a round rotating); each one's memory "
+                                     "taken alone"
+                                   : "one row after another, each timed back to back"},
                      {"memory", "peak bytes held through the project's allocator during one "
                                 "call, inputs and weights included (mem_GB); minus bytes held "
                                 "before the call (work_GB)"}};
@@ -360,6 +366,26 @@ RowChoice choose_next_row(const std::vector<RowCandidate>& candidates, double ti
       out.pick = k;
       best = key;
     }
+  }
+  return out;
+}
+
+std::vector<std::size_t> rows_timed_together(const std::vector<RowCandidate>& candidates,
+                                             const RowChoice& choice,
+                                             const std::vector<std::string>& curve_op,
+                                             double time_left_s, bool budgeted) {
+  std::vector<std::size_t> out;
+  if (!choice.pick) return out;
+  const RowCandidate& pick = candidates[*choice.pick];
+  out.push_back(*choice.pick);
+  double cost = pick.cost_s;
+  for (std::size_t k = 0; k < candidates.size(); ++k) {
+    const RowCandidate& o = candidates[k];
+    if (k == *choice.pick || curve_op[o.curve] != curve_op[pick.curve] || o.L != pick.L) continue;
+    if (std::count(choice.defer.begin(), choice.defer.end(), k)) continue;
+    if (budgeted && o.measured >= 2 && cost + o.cost_s > time_left_s) continue;
+    cost += o.cost_s;
+    out.push_back(k);
   }
   return out;
 }
@@ -557,29 +583,48 @@ int run_sweep(const SweepOptions& opt) {
     }
     if (!choice.pick) break;
     const std::size_t c = cands[*choice.pick].curve;
-    const auto& [op, impl] = plan[c];
-    const std::int64_t L = opt.lengths[next[c]++];
-    ++done;
+    const std::string op = plan[c].first;
+    const std::int64_t L = opt.lengths[next[c]];
     const Workload w = workload(op, L);
-    auto& pts = measured_time[impl];
-    Row r = opt.isolate ? measure_row_isolated(opt, be->name(), impl, w, alloc.cap())
-                        : measure_row(*be, impl, w, opt.policy);
-    if (r.status == "ok") pts.push_back({double(L), *r.time_ms / 1e3});
-    store.add(r);
-    if (!opt.quiet) {
-      char buf[512];
-      if (r.status == "ok")
-        std::snprintf(buf, sizeof buf, "%.4g ms (min %.4g, max %.4g, %d reps), peak %.4f GiB, work %.4f GiB",
-                      *r.time_ms, *r.time_min_ms, *r.time_max_ms, r.reps, *r.mem_GB, *r.work_GB);
-      else
-        std::snprintf(buf, sizeof buf, "%s: %s", r.status.c_str(), r.note.c_str());
-      const double el = elapsed();
-      const double eta = done ? el / done * (total - done) : 0;
-      const int width = 24, fill = static_cast<int>(width * done / std::max<std::size_t>(1, total));
-      std::cerr << "[" << done << "/" << total << "] " << impl << " L=" << L << ": " << buf << "\n"
-                << "  [" << std::string(fill, '#') << std::string(width - fill, '.') << "] "
-                << 100 * done / std::max<std::size_t>(1, total) << "%  elapsed " << hms(el)
-                << "  ETA " << hms(eta) << "\n";
+    std::vector<std::string> curve_op;
+    for (const auto& pc : plan) curve_op.push_back(pc.first);
+    std::vector<std::size_t> group;  // the curves measured now
+    if (opt.interleave && !opt.isolate)
+      for (std::size_t k : rows_timed_together(cands, choice, curve_op, time_left(), budgeted))
+        group.push_back(cands[k].curve);
+    else
+      group.push_back(c);
+    std::vector<Row> rows;
+    if (group.size() > 1) {
+      std::vector<std::string> impls;
+      for (std::size_t g : group) impls.push_back(plan[g].second);
+      rows = measure_rows(*be, impls, w, opt.policy);
+    } else {
+      rows.push_back(opt.isolate ? measure_row_isolated(opt, be->name(), plan[c].second, w, alloc.cap())
+                                 : measure_row(*be, plan[c].second, w, opt.policy));
+    }
+    for (std::size_t g = 0; g < group.size(); ++g) {
+      const std::string& impl = plan[group[g]].second;
+      ++next[group[g]];
+      ++done;
+      const Row& r = rows[g];
+      if (r.status == "ok") measured_time[impl].push_back({double(L), *r.time_ms / 1e3});
+      store.add(r);
+      if (!opt.quiet) {
+        char buf[512];
+        if (r.status == "ok")
+          std::snprintf(buf, sizeof buf, "%.4g ms (min %.4g, max %.4g, %d reps), peak %.4f GiB, work %.4f GiB",
+                        *r.time_ms, *r.time_min_ms, *r.time_max_ms, r.reps, *r.mem_GB, *r.work_GB);
+        else
+          std::snprintf(buf, sizeof buf, "%s: %s", r.status.c_str(), r.note.c_str());
+        const double el = elapsed();
+        const double eta = done ? el / done * (total - done) : 0;
+        const int width = 24, fill = static_cast<int>(width * done / std::max<std::size_t>(1, total));
+        std::cerr << "[" << done << "/" << total << "] " << impl << " L=" << L << ": " << buf << "\n"
+                  << "  [" << std::string(fill, '#') << std::string(width - fill, '.') << "] "
+                  << 100 * done / std::max<std::size_t>(1, total) << "%  elapsed " << hms(el)
+                  << "  ETA " << hms(eta) << "\n";
+      }
     }
   }
   if (g_stop_requested) {

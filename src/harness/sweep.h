@@ -36,6 +36,9 @@ struct SweepOptions {
   bool extrapolate = true;
   bool check = true;
   std::string command_line;
+  // Rows of one op at one length are timed in turns (measure_rows) rather than one after the
+  // other; not with isolate, whose row processes take one row each.
+  bool interleave = true;
   bool isolate = false;        // each row in its own process (faults become error rows)
   double row_timeout_s = 0;    // isolate: kill a row process after this long (0: never)
   std::vector<std::pair<std::string, double>> ceilings;  // filled by the sweep
@@ -65,6 +68,15 @@ struct RowChoice {
 // expensive row of another (standard attention) that happened to come first in length order.
 RowChoice choose_next_row(const std::vector<RowCandidate>& candidates, double time_left_s,
                           bool budgeted);
+
+// The candidates measured together with the pick (measure_rows, timed in turns): the pick first,
+// then every other candidate of the same op (curve_op: each curve's op) at the same length that
+// the choice does not defer, in candidate order; on a budget, a curve past its first two rows
+// joins only while the group's predicted cost stays within time_left_s. Empty without a pick.
+std::vector<std::size_t> rows_timed_together(const std::vector<RowCandidate>& candidates,
+                                             const RowChoice& choice,
+                                             const std::vector<std::string>& curve_op,
+                                             double time_left_s, bool budgeted);
 
 // Parses "4k,8k,131072,1M" and ranges "4k..1M" (doubling). Throws InvalidArgument.
 std::vector<std::int64_t> parse_lengths(const std::string& text);

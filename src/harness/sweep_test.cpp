@@ -278,3 +278,29 @@ TEST(Sweep, RowsPastTheTimeBudgetAreExtrapolatedAndMarked) {
   EXPECT_NE(at[3].note.find("predicted peak"), std::string::npos);
   fs::remove_all(dir);
 }
+
+// Rows timed together: the pick and the other curves of its op at its length, unless deferred
+// or, on a budget, past the time left.
+TEST(RowsTimedTogether, SameOpAndLengthOnly) {
+  // curves: 0 flash-cudnn, 1 flash-own, 2 hyena-fused, 3 flash (another), 4 attention
+  const std::vector<std::string> ops = {"flash", "flash", "hyena", "flash", "attention"};
+  const std::vector<RowCandidate> c = {{0, 4096, 3, 1.0}, {1, 4096, 3, 2.0}, {2, 4096, 3, 1.0},
+                                       {3, 8192, 3, 1.0}, {4, 4096, 3, 1.0}};
+  RowChoice ch;
+  ch.pick = 0;
+  EXPECT_EQ(rows_timed_together(c, ch, ops, 0, false), (std::vector<std::size_t>{0, 1}));
+  ch.pick = 1;
+  EXPECT_EQ(rows_timed_together(c, ch, ops, 0, false), (std::vector<std::size_t>{1, 0}));
+  ch.pick = 2;
+  EXPECT_EQ(rows_timed_together(c, ch, ops, 0, false), (std::vector<std::size_t>{2}));
+  ch.pick = 0;
+  ch.defer = {1};
+  EXPECT_EQ(rows_timed_together(c, ch, ops, 0, false), (std::vector<std::size_t>{0}));
+  ch.defer.clear();
+  EXPECT_EQ(rows_timed_together(c, ch, ops, 2.5, true), (std::vector<std::size_t>{0}));   // 1 + 2 > 2.5
+  EXPECT_EQ(rows_timed_together(c, ch, ops, 3.0, true), (std::vector<std::size_t>{0, 1}));
+  const std::vector<RowCandidate> first = {{0, 4096, 3, 1.0}, {1, 4096, 1, 9.0}};  // mandatory row
+  EXPECT_EQ(rows_timed_together(first, ch, ops, 0.5, true), (std::vector<std::size_t>{0, 1}));
+  ch.pick.reset();
+  EXPECT_TRUE(rows_timed_together(c, ch, ops, 0, false).empty());
+}

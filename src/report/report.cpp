@@ -609,7 +609,9 @@ int write_report(const std::string& dir, std::ostream& log) {
     md << "- protocol: " << p.value("warmup", 0) << " warm-up calls, then repeats until ≥ " << p.value("min_reps", 0)
        << " calls and ≥ " << p.value("min_seconds", 0.0) << " s; median reported (min/max/count in the CSVs); timer: "
        << p.value("timer", std::string("?")) << "; L2 flushed between calls: " << (p.value("l2_flushed", false) ? "yes" : "no")
-       << ".\n- memory: " << p.value("memory", std::string("?")) << ".\n";
+       << ".\n";
+    if (p.contains("order")) md << "- order: " << p.value("order", std::string("?")) << ".\n";
+    md << "- memory: " << p.value("memory", std::string("?")) << ".\n";
   }
   std::set<std::string> shapes;
   for (auto& c : curves) shapes.insert("B=" + std::to_string(c.B) + ", H=" + std::to_string(c.H) + ", d=" + std::to_string(c.d) + ", D=" + std::to_string(c.D) + ", " + c.scope + ", " + c.dtype);

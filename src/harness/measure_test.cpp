@@ -1,0 +1,158 @@
+// measure_rows: several implementations of one workload timed in turns (a fake backend whose
+// calls report fixed times and log their order), memory of each taken alone.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <map>
+
+#include "harness/measure.h"
+
+using namespace longmix;
+
+namespace {
+
+// Implementations "a", "b", "c" whose calls "take" the given seconds (time_call reports them)
+// and hold the given bytes while they live; "nan" writes NaN; "unsupported" is refused.
+class FakeBackend final : public Backend {
+ public:
+  std::map<std::string, double> seconds = {{"a", 0.004}, {"b", 0.001}, {"c", 0.002}, {"nan", 0.001}};
+  std::map<std::string, std::size_t> bytes = {{"a", 1 << 20}, {"b", 3 << 20}, {"c", 2 << 20}, {"nan", 4096}};
+  std::vector<std::string> log;  // every forward, in order
+  int made = 0;
+  double last_s = 0;
+
+  std::string name() const override { return "fake"; }
+  Allocator& allocator() override { return alloc_; }
+  std::vector<std::string> impls(const std::string&) const override { return {"a", "b", "c"}; }
+  std::string unsupported(const std::string& impl, const Workload&) const override {
+    return impl == "unsupported" ? "not this one" : "";
+  }
+  std::unique_ptr<Runner> make(const std::string& impl, const Problem&) override {
+    ++made;
+    return std::make_unique<FakeRunner>(*this, impl);
+  }
+  double time_call(const std::function<void()>& fn) override {
+    fn();
+    return last_s;
+  }
+  std::size_t device_total_bytes() const override { return 1ull << 30; }
+  std::string default_dtype() const override { return "fp32"; }
+  std::vector<std::pair<std::string, std::string>> environment() const override { return {}; }
+
+ private:
+  struct FakeRunner final : Runner {
+    FakeRunner(FakeBackend& be, std::string impl)
+        : be(be), impl(std::move(impl)), held(be.alloc_, be.bytes.at(this->impl)) {}
+    void forward() override {
+      be.log.push_back(impl);
+      be.last_s = be.seconds.at(impl);
+      Buffer<char> scratch(be.alloc_, 4096);  // work memory of the call
+    }
+    std::vector<float> output() override { return {impl == "nan" ? std::numeric_limits<float>::quiet_NaN() : 1.0f}; }
+    std::string note() const override { return "variant-" + impl; }
+    FakeBackend& be;
+    std::string impl;
+    Buffer<char> held;
+  };
+  CpuAllocator alloc_;
+};
+
+Workload tiny() {
+  Workload w;
+  w.op = "flash";
+  w.scope = "core";
+  w.L = 16;
+  w.H = 1;
+  w.d = 8;
+  return w;
+}
+
+}  // namespace
+
+TEST(TurnCalls, TurnsAsLongAsTheSlowestCall) {
+  EXPECT_EQ(turn_calls({0.004, 0.001, 0.002}), (std::vector<int>{1, 4, 2}));
+  EXPECT_EQ(turn_calls({0.001, 0.0013}), (std::vector<int>{1, 1}));
+  EXPECT_EQ(turn_calls({1.0, 1e-6}), (std::vector<int>{1, kMaxCallsPerTurn}));
+  EXPECT_EQ(turn_calls({0.0, 0.002}), (std::vector<int>{1, 1}));
+}
+
+TEST(MeasureRows, TimesInRotatingTurnsAndTakesEachOnesMemoryAlone) {
+  FakeBackend be;
+  RepPolicy pol;
+  pol.warmup = 2;
+  pol.min_reps = 6;
+  pol.min_seconds = 0.03;
+  const auto rows = measure_rows(be, {"a", "b"}, tiny(), pol);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const Row& r : rows) ASSERT_EQ(r.status, "ok") << r.note;
+  EXPECT_EQ(rows[0].impl, "a");
+  EXPECT_DOUBLE_EQ(*rows[0].time_ms, 4.0);
+  EXPECT_DOUBLE_EQ(*rows[1].time_ms, 1.0);
+  // Peak of one call alone: own bytes plus the call's 4 KiB, not the other runner's.
+  EXPECT_NEAR(*rows[0].mem_GB * (1 << 30), (1 << 20) + 4096, 1);
+  EXPECT_NEAR(*rows[1].mem_GB * (1 << 30), (3 << 20) + 4096, 1);
+  EXPECT_NE(rows[0].note.find("variant-a"), std::string::npos);
+  EXPECT_NE(rows[0].note.find("timed in turns with b (1 calls a turn)"), std::string::npos) << rows[0].note;
+  EXPECT_NE(rows[1].note.find("timed in turns with a (4 calls a turn)"), std::string::npos) << rows[1].note;
+  // a needs 8 calls (0.03 s at 4 ms), b 30 (at 1 ms): 8 rounds of 1 + 4 calls, a and b alternating
+  // which goes first. The log: a's peak call, b's peak call, then warm-up (2 each), then rounds.
+  EXPECT_EQ(rows[0].reps, 8);
+  EXPECT_EQ(rows[1].reps, 32);
+  ASSERT_EQ(be.log.size(), 2u + 4u + 40u);
+  const std::vector<std::string> head(be.log.begin(), be.log.begin() + 6 + 10);
+  EXPECT_EQ(head, (std::vector<std::string>{"a", "b", "a", "a", "b", "b",       //
+                                             "a", "b", "b", "b", "b",           // round 0
+                                             "b", "b", "b", "b", "a"}));        // round 1
+  EXPECT_EQ(be.allocator().current(), 0u);
+}
+
+TEST(MeasureRows, EachAloneWhenTheyDoNotFitTogether) {
+  FakeBackend be;
+  be.allocator().set_cap((3 << 20) + (1 << 20) / 2);  // a or b fits, not both
+  RepPolicy pol;
+  pol.warmup = 1;
+  pol.min_reps = 3;
+  pol.min_seconds = 0;
+  const auto rows = measure_rows(be, {"a", "b"}, tiny(), pol);
+  for (const Row& r : rows) {
+    ASSERT_EQ(r.status, "ok") << r.note;
+    EXPECT_EQ(r.reps, 3);
+    EXPECT_NE(r.note.find("timed alone"), std::string::npos) << r.note;
+  }
+  EXPECT_EQ(be.allocator().current(), 0u);
+}
+
+TEST(MeasureRows, SkippedFailedAndOversizedRowsAreRecordedAndTheRestTimed) {
+  FakeBackend be;
+  be.bytes["c"] = 1ull << 40;  // past the cap: OOM at setup
+  be.allocator().set_cap(64 << 20);
+  RepPolicy pol;
+  pol.warmup = 1;
+  pol.min_reps = 4;
+  pol.min_seconds = 0;
+  const auto rows = measure_rows(be, {"unsupported", "a", "nan", "c", "b"}, tiny(), pol);
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[0].status, "skipped");
+  EXPECT_EQ(rows[0].note, "not this one");
+  EXPECT_EQ(rows[1].status, "ok");
+  EXPECT_EQ(rows[2].status, "error");
+  EXPECT_NE(rows[2].note.find("NaN/Inf"), std::string::npos);
+  EXPECT_FALSE(rows[2].time_ms.has_value());
+  EXPECT_EQ(rows[3].status, "OOM");
+  EXPECT_EQ(rows[4].status, "ok");
+  EXPECT_NE(rows[1].note.find("timed in turns with b"), std::string::npos) << rows[1].note;
+  EXPECT_EQ(be.allocator().current(), 0u);
+}
+
+TEST(MeasureRows, OneImplementationIsMeasureRow) {
+  FakeBackend a, b;
+  RepPolicy pol;
+  pol.warmup = 3;
+  pol.min_reps = 5;
+  pol.min_seconds = 0;
+  const auto rows = measure_rows(a, {"unsupported", "c"}, tiny(), pol);
+  const Row one = measure_row(b, "c", tiny(), pol);
+  EXPECT_EQ(rows[1].reps, one.reps);
+  EXPECT_EQ(rows[1].note, one.note);
+  EXPECT_EQ(a.log, b.log);
+}

@@ -80,6 +80,9 @@
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
 #   flashinter  the variant benchmark interleaved call by call (order=interleaved), D = 256 and 1024
 #            (d64), $FLASH_INTER_L (32k-128k), two rounds, beside one round in each fixed order
+#   lptgroup v4d: the flash-own tests and sanitizers, ncu (time, L2 hits, DRAM bytes) of -persist-lpt at
+#            16k-64k, H = 16 with its head groups and with all heads at once
+#            (LONGMIX_FLASH_LPT_GROUP=all), and the variant benchmark interleaved, both ways, two rounds
 #   flashpersistncu  ncu (time, SM activity spread, L2 hit rate, DRAM bytes) of the persistent kernels'
 #            12-16% outliers at H = 16 beside the fast cases, and the variant benchmark at 64k, 128k
 #   flashncu  ncu sections (warp stalls, scheduler, pipes) of flash-own's ws-128x128-pp-e4 and of
@@ -466,6 +469,28 @@ for stage in "$@"; do
         timeout 200 $B/bench_flash_own ${FLASH_INTER_L:-32768,65536,131072} fp16 d64 all $order 2>&1 | \
           sed "s/^/$order /" | tee -a $OUT/bench_flash_interleaved.txt | tee -a $LOG
       done
+      ;;
+    lptgroup)  # v4d: -lpt longest-first within groups of heads that fit half the L2, against all heads at once
+      timeout 200 $B/gpu_test --gtest_filter='*FlashOwn*' 2>&1 | tail -3 | tee -a $LOG
+      sanitize 'Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/0:Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/7' flash
+      for L in 16384 32768 65536; do
+        for g in auto all; do
+          env_g=""; [ $g = all ] && env_g="LONGMIX_FLASH_LPT_GROUP=all"
+          env $env_g timeout 100 ncu --launch-skip 3 --launch-count 1 \
+            --metrics gpu__time_duration.sum,lts__t_sector_hit_rate.pct,dram__bytes.sum \
+            $B/bench_flash_own $L fp16 d64h16 ws-128x128-persist-lpt > $OUT/ncu_lpt_${L}_$g.txt 2>&1
+          echo "ncu lpt $L group=$g rc=$? $(grep -E 'gpu__time_duration.sum|lts__t_sector_hit_rate|dram__bytes.sum' $OUT/ncu_lpt_${L}_$g.txt | tr -s ' ' | tr '\n' ';')" | tee -a $LOG
+        done
+      done
+      for round in 1 2; do
+        for g in auto all; do
+          env_g=""; [ $g = all ] && env_g="LONGMIX_FLASH_LPT_GROUP=all"
+          env $env_g timeout 150 $B/bench_flash_own ${LPT_L:-4096,16384,32768,65536} fp16 d64 \
+            flash-cudnn,ws-128x128-persist,ws-128x128-persist-lpt,ws-128x128-pp-persist-lpt interleaved 2>&1 | \
+            sed "s/^/round $round group=$g /" | tee -a $OUT/bench_flash_lpt.txt | tee -a $LOG
+        done
+      done
+      (cd $OUT && tar -czf lptgroup.tgz ncu_lpt_*.txt sanitizer_flash_*.log && rm -f ncu_lpt_*.txt sanitizer_flash_*.log)
       ;;
     flashpersistncu)  # the persistent kernels' outliers (bench/NOTES.md flash-own Next 4): one launch each of
       # the slow and the fast case at H = 16 (-persist at 64k and 128k, ws-128x128 at 64k, cuDNN at 64k):

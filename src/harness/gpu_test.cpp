@@ -2,9 +2,12 @@
 // says "skipped: no GPU" and is counted as skipped.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -736,6 +739,51 @@ TEST(FlashOwnTuneFinalists, KeepsTheBandFastestFirstAndCaps) {
   // `also` joins the band's finalists once, after them, even past the cap
   EXPECT_EQ(flash_own_tune_finalists(t, 0.04, 2, "f"), (std::vector<std::string>{"b", "e", "f"}));
   EXPECT_EQ(flash_own_tune_finalists(t, 0.04, 8, "c"), (std::vector<std::string>{"b", "e", "c", "d"}));
+}
+#endif
+
+#ifdef LONGMIX_HAVE_CUDA
+// The persistent grids' item order (host copy of the kernel's mapping): every (query block, b·h)
+// once; within a group of heads, longest block first over the group's heads; group 1 head-major;
+// -lpt's group as many heads as fit half the L2.
+TEST(FlashOwnPersistOrder, EveryItemOnceLongestFirstWithinGroupsOfHeads) {
+  for (const bool causal : {true, false})
+    for (const auto& [bh, num_m] : std::vector<std::pair<int, int>>{{1, 1}, {4, 32}, {16, 7}, {5, 3}, {3, 1}})
+      for (int group = 1; group <= bh; ++group) {
+        const auto order = flash_own_persist_order(bh, num_m, group, causal);
+        ASSERT_EQ(order.size(), static_cast<std::size_t>(bh * num_m));
+        std::set<std::pair<int, int>> seen(order.begin(), order.end());
+        EXPECT_EQ(seen.size(), order.size()) << bh << " " << num_m << " " << group;
+        for (std::size_t j = 0; j < order.size(); ++j) {
+          const auto [m, h] = order[j];
+          ASSERT_TRUE(m >= 0 && m < num_m && h >= 0 && h < bh);
+          EXPECT_EQ(static_cast<int>(j) / (group * num_m), h / group);  // a group's items together
+          if (j == 0) continue;
+          const auto [pm, ph] = order[j - 1];
+          if (ph / group != h / group) continue;
+          // within a group: blocks in order (longest first when causal), heads in turn
+          const int step = causal ? pm - m : m - pm;
+          EXPECT_TRUE((step == 0 && h == ph + 1) || (step == 1 && h < ph) || (step == 1 && h == ph))
+              << "bh " << bh << " num_m " << num_m << " group " << group << " item " << j;
+        }
+      }
+  // group 1 is head-major: head 0's blocks, longest first, then head 1's
+  EXPECT_EQ(flash_own_persist_order(2, 3, 1, true),
+            (std::vector<std::pair<int, int>>{{2, 0}, {1, 0}, {0, 0}, {2, 1}, {1, 1}, {0, 1}}));
+  // all heads at once: each block over every head
+  EXPECT_EQ(flash_own_persist_order(2, 3, 2, true),
+            (std::vector<std::pair<int, int>>{{2, 0}, {2, 1}, {1, 0}, {1, 1}, {0, 0}, {0, 1}}));
+  // 5 heads in groups of 2: the last group holds one
+  EXPECT_EQ(flash_own_persist_order(5, 2, 2, false),
+            (std::vector<std::pair<int, int>>{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {0, 4}, {1, 4}}));
+  const std::size_t l2 = 50u << 20;  // the H100's and H200's 50 MiB
+  EXPECT_EQ(flash_own_lpt_group(4096, 64, 16, l2), 16);    // 1 MiB of K/V a head: all 16
+  EXPECT_EQ(flash_own_lpt_group(16384, 64, 16, l2), 6);    // 4 MiB
+  EXPECT_EQ(flash_own_lpt_group(32768, 64, 16, l2), 3);
+  EXPECT_EQ(flash_own_lpt_group(65536, 64, 16, l2), 1);    // 16 MiB: head-major
+  EXPECT_EQ(flash_own_lpt_group(131072, 64, 4, l2), 1);
+  EXPECT_EQ(flash_own_lpt_group(16384, 128, 4, l2), 3);
+  EXPECT_EQ(flash_own_lpt_group(4096, 64, 16, 0), 1);      // no L2 reported
 }
 #endif
 

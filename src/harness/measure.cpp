@@ -172,17 +172,20 @@ std::vector<Row> measure_rows(Backend& be, const std::vector<std::string>& impls
     be.release_cached();
     return rows;
   }
-  const bool together = !timed.empty() && runners[timed.front()] != nullptr;
-  if (!together) {
+  // Each alone, as measure_row times it, where the runners did not fit together or a call ran out
+  // of memory beside the others.
+  auto time_alone = [&](const char* why) {
+    runners.clear();
+    be.release_cached();
     for (std::size_t k : timed) {
       rows[k] = measure_row(be, impls[k], w, pol);
-      if (rows[k].status == "ok") {
-        rows[k].note += std::string(rows[k].note.empty() ? "" : "; ") +
-                        "timed alone (the implementations did not fit on the device at once)";
-      }
+      if (rows[k].status == "ok")
+        rows[k].note += std::string(rows[k].note.empty() ? "" : "; ") + "timed alone (" + why + ")";
     }
     return rows;
-  }
+  };
+  if (timed.empty()) return rows;
+  if (!runners[timed.front()]) return time_alone("the implementations did not fit on the device at once");
   try {
     // Warm-up of each, the last call's time setting how many calls each takes a turn.
     std::vector<double> call_s;
@@ -208,11 +211,14 @@ std::vector<Row> measure_rows(Backend& be, const std::vector<std::string>& impls
       for (std::size_t o : timed)
         if (o != timed[i]) with += (with.empty() ? "" : ", ") + impls[o];
       r.note = runners[timed[i]]->note();
-      r.note += std::string(r.note.empty() ? "" : "; ") + "timed in turns with " + with + " (" +
-                std::to_string(per_turn[i]) + " calls a turn)";
+      if (!with.empty())
+        r.note += std::string(r.note.empty() ? "" : "; ") + "timed in turns with " + with + " (" +
+                  std::to_string(per_turn[i]) + " calls a turn)";
     }
+  } catch (const OutOfMemory&) {
+    return time_alone("a call ran out of memory beside the other implementations' runners");
   } catch (const std::exception& e) {
-    for (std::size_t k : timed) failed(k, e, dynamic_cast<const OutOfMemory*>(&e) ? "OOM" : "error");
+    for (std::size_t k : timed) failed(k, e, "error");
   }
   runners.clear();
   be.release_cached();

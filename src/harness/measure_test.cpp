@@ -15,8 +15,9 @@ namespace {
 // and hold the given bytes while they live; "nan" writes NaN; "unsupported" is refused.
 class FakeBackend final : public Backend {
  public:
-  std::map<std::string, double> seconds = {{"a", 0.004}, {"b", 0.001}, {"c", 0.002}, {"nan", 0.001}};
-  std::map<std::string, std::size_t> bytes = {{"a", 1 << 20}, {"b", 3 << 20}, {"c", 2 << 20}, {"nan", 4096}};
+  std::map<std::string, double> seconds = {{"a", 0.004}, {"b", 0.001}, {"c", 0.002}, {"nan", 0.001}, {"d", 0.001}};
+  std::map<std::string, std::size_t> bytes = {{"a", 1 << 20}, {"b", 3 << 20}, {"c", 2 << 20}, {"nan", 4096}, {"d", 1 << 20}};
+  std::map<std::string, std::size_t> scratch = {{"d", 3 << 20}};  // work bytes of a call (default 4 KiB)
   std::vector<std::string> log;  // every forward, in order
   int made = 0;
   double last_s = 0;
@@ -46,7 +47,7 @@ class FakeBackend final : public Backend {
     void forward() override {
       be.log.push_back(impl);
       be.last_s = be.seconds.at(impl);
-      Buffer<char> scratch(be.alloc_, 4096);  // work memory of the call
+      Buffer<char> scratch(be.alloc_, be.scratch.count(impl) ? be.scratch.at(impl) : 4096);
     }
     std::vector<float> output() override { return {impl == "nan" ? std::numeric_limits<float>::quiet_NaN() : 1.0f}; }
     std::string note() const override { return "variant-" + impl; }
@@ -155,4 +156,34 @@ TEST(MeasureRows, OneImplementationIsMeasureRow) {
   EXPECT_EQ(rows[1].reps, one.reps);
   EXPECT_EQ(rows[1].note, one.note);
   EXPECT_EQ(a.log, b.log);
+}
+
+TEST(MeasureRows, EachAloneWhenACallRunsOutOfMemoryBesideTheOthers) {
+  FakeBackend be;
+  be.allocator().set_cap((4 << 20) + (1 << 19));  // d alone: 1 + 3 MiB; beside a's runner: 5 MiB
+  RepPolicy pol;
+  pol.warmup = 1;
+  pol.min_reps = 3;
+  pol.min_seconds = 0;
+  const auto rows = measure_rows(be, {"a", "d"}, tiny(), pol);
+  for (const Row& r : rows) {
+    ASSERT_EQ(r.status, "ok") << r.note;
+    EXPECT_EQ(r.reps, 3);
+    EXPECT_NE(r.note.find("timed alone (a call ran out of memory"), std::string::npos) << r.note;
+  }
+  EXPECT_NEAR(*rows[1].mem_GB * (1 << 30), 4 << 20, 1);
+  EXPECT_EQ(be.allocator().current(), 0u);
+}
+
+TEST(MeasureRows, OneLeftAfterTheOthersFailIsTimedWithoutATurnNote) {
+  FakeBackend be;
+  RepPolicy pol;
+  pol.warmup = 1;
+  pol.min_reps = 3;
+  pol.min_seconds = 0;
+  const auto rows = measure_rows(be, {"nan", "c"}, tiny(), pol);
+  EXPECT_EQ(rows[0].status, "error");
+  ASSERT_EQ(rows[1].status, "ok");
+  EXPECT_EQ(rows[1].note, "variant-c");
+  EXPECT_EQ(rows[1].reps, 3);
 }

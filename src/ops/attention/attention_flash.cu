@@ -60,7 +60,15 @@
 //   an H100 only: D = 1024 1.015-1.033 of cuDNN's time at 32k-128k, where no variant of the
 //   benchmark beats cuDNN; bench/NOTES.md).
 //
+// v4d: -lpt goes longest-first within groups of heads whose K/V fit half the L2
+//   (flash_own_lpt_group: all 16 heads at 4k, 6 at 16k, 3 at 32k, 1 from 64k at d = 64), not
+//   over all heads at once, which at 64k, H = 16 read 8.65 GB from DRAM (L2 hits 79.5%) against
+//   head-major's 0.74 GB (ncu, H100). LONGMIX_FLASH_LPT_GROUP=N (or "all") forces the group, for
+//   benchmarks.
+//
 // Rejected and not yet done: see the "Rejected" notes by the traits below and bench/NOTES.md.
+#include <limits>
+#include <cstdlib>
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -847,21 +855,28 @@ struct NoSplit {};
 // the SMs stay even as a launch of one CTA per item would keep them; what it adds is that the
 // producer loads the next item's Q (double-buffered) and first K/V tiles while the consumers
 // finish this one and store it. The last CTA to leave zeroes the counters again, so the workspace
-// needs zeroing once only. Item order: head-major as the launched grid runs (one head's blocks,
-// longest first when causal, then the next head's: the CTAs running at once share that head's
-// K/V in L2), or (-lpt) every head's longest block first (the shortest items last, for the tail).
+// needs zeroing once only. Item order: the b·h are taken in groups of `group` (the last may be
+// smaller), and within a group query blocks go longest first (causal), each block over the
+// group's heads before the next: group = 1 is head-major as the launched grid runs (the CTAs
+// running at once share one head's K/V in L2); -lpt takes the most heads whose K/V fit half the
+// L2 (flash_own_lpt_group), so the shortest items come last (the tail) while the K/V the CTAs
+// read at once still fit in L2. Before v4d -lpt ordered all heads at once: at 64k, H = 16 that
+// held 79.5% of L2 hits (8.65 GB from DRAM) against head-major's 98.8% (ncu, H100).
 struct PersistPlan {
   int n_items, bh, num_m;
-  bool head_major;
+  int group;          // b·h a group of the item order (1: head-major)
   unsigned* counter;  // [0]: items handed out past the first gridDim.x, [1]: CTAs done
 };
 
 // Item j of a persistent grid: query block (longest first when causal) and b·h.
-template <bool kCausal>
-__device__ __forceinline__ void persist_item(const PersistPlan& plan, int j, int& m_block, int& bh) {
-  const int m = plan.head_major ? j % plan.num_m : j / plan.bh;
-  m_block = kCausal ? plan.num_m - 1 - m : m;
-  bh = plan.head_major ? j / plan.num_m : j % plan.bh;
+__host__ __device__ __forceinline__ void persist_item(const PersistPlan& plan, bool causal, int j, int& m_block,
+                                                     int& bh) {
+  const int per_group = plan.group * plan.num_m;
+  const int g = j / per_group, in = j - g * per_group;
+  const int left = plan.bh - g * plan.group, heads = plan.group < left ? plan.group : left;  // this group's b·h
+  const int m = in / heads;
+  m_block = causal ? plan.num_m - 1 - m : m;
+  bh = g * plan.group + (in - m * heads);
 }
 
 template <class Tr, typename T, bool kCausal, bool kSplit>
@@ -915,7 +930,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       w.n_tiles = min(plan.chunk, w.c.n_blocks - w.t_begin);
       w.n_chunks = (w.c.n_blocks + plan.chunk - 1) / plan.chunk;
     } else if constexpr (kPersist) {
-      persist_item<kCausal>(plan, item, w.m_block, w.bh);
+      persist_item(plan, kCausal, item, w.m_block, w.bh);
       w.c = block_coords_at<kD, kBM, kBN, kCausal>(p, w.m_block, w.bh);
       w.n_tiles = w.c.n_blocks;
     } else {
@@ -1199,6 +1214,30 @@ CUtensorMap make_tensor_map(const void* ptr, const AttentionParams& p, std::int6
   return m;
 }
 
+std::size_t l2_bytes() {
+  static const std::size_t n = [] {
+    int dev = 0, bytes = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return std::size_t(0);
+    cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, dev);
+    return static_cast<std::size_t>(std::max(bytes, 0));
+  }();
+  return n;
+}
+
+// -lpt's group of heads: flash_own_lpt_group, or LONGMIX_FLASH_LPT_GROUP (a count, or "all") when set.
+int lpt_group_for(std::int64_t L, int d, int bh) {
+  static const int forced = [] {
+    const char* env = std::getenv("LONGMIX_FLASH_LPT_GROUP");
+    if (!env || !*env) return 0;
+    if (std::string(env) == "all") return std::numeric_limits<int>::max();
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    LONGMIX_REQUIRE(*end == 0 && v >= 1 && v <= (1 << 20), "flash-own: LONGMIX_FLASH_LPT_GROUP must be a head count >= 1 or 'all', not '", env, "'");
+    return static_cast<int>(v);
+  }();
+  return forced ? std::min(forced, bh) : flash_own_lpt_group(L, d, bh, l2_bytes());
+}
+
 int sm_count() {
   static const int n = [] {
     int dev = 0, count = 0;
@@ -1258,7 +1297,7 @@ void dispatch_ws(const KernelParams& kp, const AttentionParams& p, const FlashOw
     const std::int64_t n_items = static_cast<std::int64_t>(plan.bh) * plan.num_m;
     LONGMIX_REQUIRE(n_items < (1ll << 31) - 2 * sm_count(), "flash-own: too many (query block, b·h) items for -persist");
     plan.n_items = static_cast<int>(n_items);
-    plan.head_major = !kLpt;
+    plan.group = kLpt ? lpt_group_for(p.L, static_cast<int>(p.d), plan.bh) : 1;
     plan.counter = static_cast<unsigned*>(a.workspace);
     const int ctas = a.max_ctas > 0 ? std::min(a.max_ctas, sm_count()) : sm_count();
     const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(ctas, n_items)));
@@ -1468,6 +1507,29 @@ std::vector<std::string> flash_own_tune_candidates(const AttentionParams& p) {
   for (const auto& v : all)
     if (is_ws(v)) ws.push_back(v);
   return ws.empty() ? all : ws;
+}
+
+int flash_own_lpt_group(std::int64_t L, int d, int bh, std::size_t l2_bytes) {
+  const double head_kv = 4.0 * static_cast<double>(L) * d;  // K and V of one b·h, 2-byte elements
+  const double fit = std::floor(0.5 * static_cast<double>(l2_bytes) / head_kv);
+  return static_cast<int>(std::clamp(fit, 1.0, static_cast<double>(std::max(bh, 1))));
+}
+
+std::vector<std::pair<int, int>> flash_own_persist_order(int bh, int num_m, int group, bool causal) {
+  LONGMIX_REQUIRE(bh > 0 && num_m > 0 && group > 0 && group <= bh, "flash_own_persist_order: bh ", bh,
+                  ", num_m ", num_m, ", group ", group);
+  PersistPlan plan{};
+  plan.bh = bh;
+  plan.num_m = num_m;
+  plan.n_items = bh * num_m;
+  plan.group = group;
+  std::vector<std::pair<int, int>> out;
+  for (int j = 0; j < plan.n_items; ++j) {
+    int m = 0, h = 0;
+    persist_item(plan, causal, j, m, h);
+    out.emplace_back(m, h);
+  }
+  return out;
 }
 
 std::vector<std::string> flash_own_tune_finalists(const std::vector<std::pair<float, std::string>>& screened,

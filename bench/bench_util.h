@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/cuda_check.h"
+#include "common/turn_order.h"
 
 namespace longmix::bench {
 
@@ -25,12 +26,12 @@ int guarded_main(const char* name, F&& body) {
   }
 }
 
-// Medians of several enqueued calls (CUDA events around each) measured call by call in turn (job
-// 0, 1, …, then again, the first of each round rotating), so that no implementation owns one
-// stretch of the GPU's clock: on a GPU at its power cap, back-to-back measurements of ~1 s each
-// moved one implementation's time by 4–11% with its place in the sequence (H100, bench/NOTES.md
-// flash-own Next 6). 3 warm-up calls each, then rounds until every job has >= 10 calls and
-// >= 0.2 s of them.
+// Medians of several enqueued calls (CUDA events around each) measured call by call in turns
+// (each job once a round, in a fresh order each round: TurnOrder), so that no implementation owns
+// one stretch of the GPU's clock nor always follows the same one: on a GPU at its power cap,
+// back-to-back measurements of ~1 s each moved one implementation's time by 4–11% with its place
+// in the sequence, and a fixed order within rounds 5–9% (H100, bench/NOTES.md flash-own Next 6
+// and 7). 3 warm-up calls each, then rounds until every job has >= 10 calls and >= 0.2 s of them.
 template <typename F>
 std::vector<double> interleaved_median_ms(const std::vector<F*>& jobs, cudaStream_t s) {
   cudaEvent_t a, b;
@@ -46,9 +47,9 @@ std::vector<double> interleaved_median_ms(const std::vector<F*>& jobs, cudaStrea
       if (t[j].size() < 10 || total[j] < 200.0f) return false;
     return true;
   };
-  for (std::size_t round = 0; n > 0 && !done(); ++round)
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t j = (round + i) % n;
+  TurnOrder order(n);
+  while (n > 0 && !done())
+    for (const std::size_t j : order.next()) {
       CUDA_CHECK(cudaEventRecord(a, s));
       (*jobs[j])();
       CUDA_CHECK(cudaEventRecord(b, s));

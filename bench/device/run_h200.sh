@@ -81,8 +81,9 @@
 #   flashinter  the variant benchmark interleaved call by call (order=interleaved), D = 256 and 1024
 #            (d64), $FLASH_INTER_L (32k-128k), two rounds, beside one round in each fixed order
 #   lptgroup v4d: the flash-own tests and sanitizers, ncu (time, L2 hits, DRAM bytes) of -persist-lpt at
-#            16k-64k, H = 16 with its head groups and with all heads at once
-#            (LONGMIX_FLASH_LPT_GROUP=all), and the variant benchmark interleaved, both ways, two rounds
+#            16k-64k, H = 16 with all heads at once (the default) and with groups of heads that fit
+#            half the L2 (LONGMIX_FLASH_LPT_GROUP=l2), and the variant benchmark interleaved, both
+#            ways, two rounds (run on the H100 2026-12-07 as "auto" = l2 against "all")
 #   flashpersistncu  ncu (time, SM activity spread, L2 hit rate, DRAM bytes) of the persistent kernels'
 #            12-16% outliers at H = 16 beside the fast cases, and the variant benchmark at 64k, 128k
 #   flashncu  ncu sections (warp stalls, scheduler, pipes) of flash-own's ws-128x128-pp-e4 and of
@@ -474,8 +475,8 @@ for stage in "$@"; do
       timeout 200 $B/gpu_test --gtest_filter='*FlashOwn*' 2>&1 | tail -3 | tee -a $LOG
       sanitize 'Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/0:Variants/GpuFlashOwn.EveryVariantMatchesFloat64Reference/7' flash
       for L in 16384 32768 65536; do
-        for g in auto all; do
-          env_g=""; [ $g = all ] && env_g="LONGMIX_FLASH_LPT_GROUP=all"
+        for g in all l2; do
+          env_g="LONGMIX_FLASH_LPT_GROUP=$g"
           env $env_g timeout 100 ncu --launch-skip 3 --launch-count 1 \
             --metrics gpu__time_duration.sum,lts__t_sector_hit_rate.pct,dram__bytes.sum \
             $B/bench_flash_own $L fp16 d64h16 ws-128x128-persist-lpt > $OUT/ncu_lpt_${L}_$g.txt 2>&1
@@ -483,8 +484,8 @@ for stage in "$@"; do
         done
       done
       for round in 1 2; do
-        for g in auto all; do
-          env_g=""; [ $g = all ] && env_g="LONGMIX_FLASH_LPT_GROUP=all"
+        for g in all l2; do
+          env_g="LONGMIX_FLASH_LPT_GROUP=$g"
           env $env_g timeout 150 $B/bench_flash_own ${LPT_L:-4096,16384,32768,65536} fp16 d64 \
             flash-cudnn,ws-128x128-persist,ws-128x128-persist-lpt,ws-128x128-pp-persist-lpt interleaved 2>&1 | \
             sed "s/^/round $round group=$g /" | tee -a $OUT/bench_flash_lpt.txt | tee -a $LOG

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/compare.h"
+#include "common/turn_order.h"
 
 namespace longmix {
 
@@ -198,12 +199,11 @@ std::vector<Row> measure_rows(Backend& be, const std::vector<std::string>& impls
     auto all_done = [&] {
       return std::all_of(t.begin(), t.end(), [&](const auto& v) { return reps_done(v, pol); });
     };
-    for (std::size_t round = 0; !all_done(); ++round)
-      for (std::size_t j = 0; j < timed.size(); ++j) {
-        const std::size_t i = (round + j) % timed.size();  // the first of a round rotates
+    TurnOrder order(timed.size());
+    while (!all_done())
+      for (const std::size_t i : order.next())
         for (int c = 0; c < per_turn[i]; ++c)
           t[i].push_back(be.time_call([&] { runners[timed[i]]->forward(); }));
-      }
     for (std::size_t i = 0; i < timed.size(); ++i) {
       Row& r = rows[timed[i]];
       set_times(r, std::move(t[i]));

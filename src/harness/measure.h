@@ -26,12 +26,13 @@ Row measure_row(Backend& be, const std::string& impl, const Workload& w, const R
 // its place in the sequence (a GPU at its power cap shifts its clocks over seconds: timed back to
 // back for ~1 s each, the same cuDNN kernel ran 4-11% slower second than first, H100). Setup and
 // the one-call peak memory are taken of each alone, as measure_row takes them; then all runners
-// are built at once (if they do not fit together, each is timed alone as by measure_row, and
-// its note says so), each warmed up, and timed in rounds: every implementation takes one turn a
-// round, the first of a round rotating, and a turn is as many calls as make it about as long as
-// the slowest one's call (turn_calls), until each has its policy's repeats. The inputs are the
-// same Problem for all; each runner holds its own device copy, so a call may find in L2 what
-// another implementation's call left there, not its own inputs.
+// are built at once (if they do not fit together, or a call runs out of memory beside the
+// others, each is timed alone as by measure_row, and its note says so), each warmed up, and
+// timed in rounds: every implementation takes one turn a round, in a fresh order each round
+// (TurnOrder: none always follows the same one), a turn being as many calls as make it about as
+// long as the slowest one's call (turn_calls), until each has its policy's repeats. The inputs
+// are the same Problem for all; each runner holds its own device copy, so a call may find in L2
+// what another implementation's call left there, not its own inputs.
 std::vector<Row> measure_rows(Backend& be, const std::vector<std::string>& impls, const Workload& w,
                               const RepPolicy& pol);
 // Calls a turn for each of the given call times: the slowest's time over each one's, rounded,

@@ -2,9 +2,11 @@
 // calls report fixed times and log their order), memory of each taken alone.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <map>
 
+#include "common/turn_order.h"
 #include "harness/measure.h"
 
 using namespace longmix;
@@ -70,6 +72,32 @@ Workload tiny() {
 
 }  // namespace
 
+// Each round a permutation; over many rounds every implementation follows every other about
+// equally often (a rotation would put each behind the same one every time).
+TEST(TurnOrder, EveryRoundAPermutationAndNoFixedPredecessor) {
+  constexpr std::size_t n = 5;
+  TurnOrder order(n);
+  std::vector<std::vector<int>> follows(n, std::vector<int>(n, 0));
+  std::vector<int> first(n, 0);
+  for (int r = 0; r < 4000; ++r) {
+    const auto& o = order.next();
+    std::vector<std::size_t> sorted(o.begin(), o.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(sorted[i], i);
+    ++first[o[0]];
+    for (std::size_t i = 1; i < n; ++i) ++follows[o[i - 1]][o[i]];
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_NEAR(first[i], 800, 120);
+    for (std::size_t j = 0; j < n; ++j) {
+      if (i == j) continue;
+      EXPECT_NEAR(follows[i][j], 4000 * 4 / 20, 120) << i << " -> " << j;  // 800 each
+    }
+  }
+  TurnOrder again(n);
+  EXPECT_EQ(again.next(), TurnOrder(n).next());  // a fixed seed: runs repeat
+}
+
 TEST(TurnCalls, TurnsAsLongAsTheSlowestCall) {
   EXPECT_EQ(turn_calls({0.004, 0.001, 0.002}), (std::vector<int>{1, 4, 2}));
   EXPECT_EQ(turn_calls({0.001, 0.0013}), (std::vector<int>{1, 1}));
@@ -77,7 +105,7 @@ TEST(TurnCalls, TurnsAsLongAsTheSlowestCall) {
   EXPECT_EQ(turn_calls({0.0, 0.002}), (std::vector<int>{1, 1}));
 }
 
-TEST(MeasureRows, TimesInRotatingTurnsAndTakesEachOnesMemoryAlone) {
+TEST(MeasureRows, TimesInTurnsAndTakesEachOnesMemoryAlone) {
   FakeBackend be;
   RepPolicy pol;
   pol.warmup = 2;
@@ -95,15 +123,19 @@ TEST(MeasureRows, TimesInRotatingTurnsAndTakesEachOnesMemoryAlone) {
   EXPECT_NE(rows[0].note.find("variant-a"), std::string::npos);
   EXPECT_NE(rows[0].note.find("timed in turns with b (1 calls a turn)"), std::string::npos) << rows[0].note;
   EXPECT_NE(rows[1].note.find("timed in turns with a (4 calls a turn)"), std::string::npos) << rows[1].note;
-  // a needs 8 calls (0.03 s at 4 ms), b 30 (at 1 ms): 8 rounds of 1 + 4 calls, a and b alternating
-  // which goes first. The log: a's peak call, b's peak call, then warm-up (2 each), then rounds.
+  // a needs 8 calls (0.03 s at 4 ms), b 30 (at 1 ms): 8 rounds of a's one call and b's turn of
+  // 4, in TurnOrder's order. The log: a's peak call, b's peak call, warm-up (2 each), rounds.
   EXPECT_EQ(rows[0].reps, 8);
   EXPECT_EQ(rows[1].reps, 32);
   ASSERT_EQ(be.log.size(), 2u + 4u + 40u);
-  const std::vector<std::string> head(be.log.begin(), be.log.begin() + 6 + 10);
-  EXPECT_EQ(head, (std::vector<std::string>{"a", "b", "a", "a", "b", "b",       //
-                                             "a", "b", "b", "b", "b",           // round 0
-                                             "b", "b", "b", "b", "a"}));        // round 1
+  EXPECT_EQ(std::vector<std::string>(be.log.begin(), be.log.begin() + 6),
+            (std::vector<std::string>{"a", "b", "a", "a", "b", "b"}));
+  TurnOrder order(2);
+  std::vector<std::string> rounds;
+  for (int r = 0; r < 8; ++r)
+    for (std::size_t i : order.next())
+      for (int c = 0; c < (i == 0 ? 1 : 4); ++c) rounds.push_back(i == 0 ? "a" : "b");
+  EXPECT_EQ(std::vector<std::string>(be.log.begin() + 6, be.log.end()), rounds);
   EXPECT_EQ(be.allocator().current(), 0u);
 }
 

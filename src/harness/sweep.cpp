@@ -335,7 +335,7 @@ std::string environment_json(Backend& be, const SweepOptions& opt) {
                      {"order", opt.interleave && !opt.isolate
                                    ? "the implementations of one op at one length timed in turns "
                                      "(each a turn a round, a turn about as long as the slowest's "
-                                     "call, the first of a round rotating); each one's memory "
+                                     "call, a fresh order each round); each one's memory "
                                      "taken alone"
                                    : "one row after another, each timed back to back"},
                      {"memory", "peak bytes held through the project's allocator during one "

@@ -60,11 +60,15 @@
 //   an H100 only: D = 1024 1.015-1.033 of cuDNN's time at 32k-128k, where no variant of the
 //   benchmark beats cuDNN; bench/NOTES.md).
 //
-// v4d: -lpt goes longest-first within groups of heads whose K/V fit half the L2
-//   (flash_own_lpt_group: all 16 heads at 4k, 6 at 16k, 3 at 32k, 1 from 64k at d = 64), not
-//   over all heads at once, which at 64k, H = 16 read 8.65 GB from DRAM (L2 hits 79.5%) against
-//   head-major's 0.74 GB (ncu, H100). LONGMIX_FLASH_LPT_GROUP=N (or "all") forces the group, for
-//   benchmarks.
+// v4d (measured, not the default): -lpt longest-first within groups of heads whose K/V fit half
+//   the L2 (flash_own_lpt_group) instead of over all heads at once. ncu at H = 16 (H100): L2 hits
+//   80.8 / 79.6 / 79.4% -> 95.7 / 97.1 / 98.6% and DRAM bytes 540 MB / 2.21 GB / 8.65 GB ->
+//   138 / 365 / 737 MB at 16k / 32k / 64k, but the time did not follow: 1.49 / 5.98 / 22.67 ms
+//   against 1.49 / 5.77 / 22.35 all at once; interleaved, groups of 1, 2, 4 and all heads are
+//   within 1-2% of each other at 32k and 128k, except head-major at 32k (+4-5%) and the L2 rule's
+//   uneven groups at 32k (3 + 1 heads at H = 4: 1.40 against 1.26 ms). The K/V re-reads from
+//   DRAM cost no time: the kernel is bound by its tensor-core and softmax work, not memory.
+//   LONGMIX_FLASH_LPT_GROUP=N, "l2" or "all" (the default) sets the group, for benchmarks.
 //
 // Rejected and not yet done: see the "Rejected" notes by the traits below and bench/NOTES.md.
 #include <limits>
@@ -858,10 +862,8 @@ struct NoSplit {};
 // needs zeroing once only. Item order: the b·h are taken in groups of `group` (the last may be
 // smaller), and within a group query blocks go longest first (causal), each block over the
 // group's heads before the next: group = 1 is head-major as the launched grid runs (the CTAs
-// running at once share one head's K/V in L2); -lpt takes the most heads whose K/V fit half the
-// L2 (flash_own_lpt_group), so the shortest items come last (the tail) while the K/V the CTAs
-// read at once still fit in L2. Before v4d -lpt ordered all heads at once: at 64k, H = 16 that
-// held 79.5% of L2 hits (8.65 GB from DRAM) against head-major's 98.8% (ncu, H100).
+// running at once share one head's K/V in L2); -lpt takes all heads as one group (every head's
+// longest block first, the shortest items last, for the tail; lpt_group_for).
 struct PersistPlan {
   int n_items, bh, num_m;
   int group;          // b·h a group of the item order (1: head-major)
@@ -1224,18 +1226,22 @@ std::size_t l2_bytes() {
   return n;
 }
 
-// -lpt's group of heads: flash_own_lpt_group, or LONGMIX_FLASH_LPT_GROUP (a count, or "all") when set.
+// -lpt's group of heads: all b·h, or LONGMIX_FLASH_LPT_GROUP when set: a head count, or "l2" for
+// flash_own_lpt_group (the most heads whose K/V fit half the L2; v4d, measured and not the
+// default: no faster, and 5-13% slower at 32k where its last group is short).
 int lpt_group_for(std::int64_t L, int d, int bh) {
   static const int forced = [] {
     const char* env = std::getenv("LONGMIX_FLASH_LPT_GROUP");
-    if (!env || !*env) return 0;
-    if (std::string(env) == "all") return std::numeric_limits<int>::max();
+    if (!env || !*env || std::string(env) == "all") return 0;
+    if (std::string(env) == "l2") return -1;
     char* end = nullptr;
     const long v = std::strtol(env, &end, 10);
-    LONGMIX_REQUIRE(*end == 0 && v >= 1 && v <= (1 << 20), "flash-own: LONGMIX_FLASH_LPT_GROUP must be a head count >= 1 or 'all', not '", env, "'");
+    LONGMIX_REQUIRE(*end == 0 && v >= 1 && v <= (1 << 20),
+                    "flash-own: LONGMIX_FLASH_LPT_GROUP must be a head count >= 1, 'l2' or 'all', not '", env, "'");
     return static_cast<int>(v);
   }();
-  return forced ? std::min(forced, bh) : flash_own_lpt_group(L, d, bh, l2_bytes());
+  if (forced < 0) return flash_own_lpt_group(L, d, bh, l2_bytes());
+  return forced ? std::min(forced, bh) : bh;
 }
 
 int sm_count() {

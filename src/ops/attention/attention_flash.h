@@ -77,8 +77,9 @@ std::vector<std::string> flash_own_tune_finalists(const std::vector<std::pair<fl
                                                   double band, std::size_t max_finalists,
                                                   const std::string& also = "");
 
-// Heads a group of the -lpt item order: the most b·h whose K and V (2-byte elements, L rows of d)
-// fit half of l2_bytes, at least 1, at most bh.
+// Heads a group of the -lpt item order under LONGMIX_FLASH_LPT_GROUP=l2 (v4d, measured and not the
+// default, which takes all b·h at once): the most b·h whose K and V (2-byte elements, L rows of
+// d) fit half of l2_bytes, at least 1, at most bh.
 int flash_own_lpt_group(std::int64_t L, int d, int bh, std::size_t l2_bytes);
 // The (query block, b·h) of each item of a persistent grid in the order the CTAs take them (host
 // copy of the kernel's mapping, for tests): groups of `group` b·h, within one each query block

@@ -89,6 +89,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/turn_order.h"
 #include "common/cuda_check.h"
 #include "ops/attention/attention_flash.h"
 #include "ops/attention/attention_flash_wgmma.cuh"
@@ -1607,9 +1608,8 @@ std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, 
     // fastest (at most four) go on, and from kTunePersistMinL on the fastest persistent variant
     // with them (the screening's two calls do not separate variants 1-3% apart: in the D = 1024
     // sweep of 2026-12-06 it dropped -persist at 64k-128k, where the sweep of 2026-12-04 had
-    // picked it and stood 0.7-1.1% closer to cuDNN; bench/NOTES.md, tuner v4c). Final: three
-    // rounds in turn (so a clock drift hits every finalist alike), three calls a finalist each;
-    // the lowest median wins.
+    // picked it and stood 0.7-1.1% closer to cuDNN; bench/NOTES.md, tuner v4c). Final (v4e): the
+    // finalists call by call in shuffled turns (below); the lowest median wins.
     std::vector<std::pair<float, std::string>> screened;
     for (const auto& v : variants) {
       std::vector<float> ms;
@@ -1620,9 +1620,31 @@ std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, 
         flash_own_tune_finalists(screened, 0.04, 4, q.L >= kTunePersistMinL ? fastest_persist(screened) : "");
     best = finalists.front();
     if (finalists.size() > 1) {
+      // Call by call in turns, a fresh order each round (TurnOrder: on a GPU at its power cap a
+      // call's time depends on what ran just before it), until each finalist has kFinalCalls
+      // calls and kFinalMs of them (more calls where calls are short), at most kFinalMaxCalls.
+      constexpr int kFinalCalls = 9, kFinalMaxCalls = 200;
+      constexpr float kFinalMs = 40.0f;
       std::vector<std::vector<float>> samples(finalists.size());
-      for (int round = 0; round < 3; ++round)
-        for (std::size_t f = 0; f < finalists.size(); ++f) time_calls(finalists[f], 3, round == 0, samples[f]);
+      std::vector<float> total(finalists.size(), 0.0f);
+      for (const auto& f : finalists) {
+        std::vector<float> warm;
+        time_calls(f, 0, true, warm);
+      }
+      auto enough = [&](std::size_t f) {
+        const int n = static_cast<int>(samples[f].size());
+        return (n >= kFinalCalls && total[f] >= kFinalMs) || n >= kFinalMaxCalls;
+      };
+      TurnOrder order(finalists.size());
+      for (;;) {
+        bool all = true;
+        for (std::size_t f = 0; f < finalists.size(); ++f) all = all && enough(f);
+        if (all) break;
+        for (const std::size_t f : order.next()) {
+          time_calls(finalists[f], 1, false, samples[f]);
+          total[f] += samples[f].back();
+        }
+      }
       float best_med = 1e30f;
       for (std::size_t f = 0; f < finalists.size(); ++f) {
         auto& x = samples[f];

@@ -64,7 +64,8 @@ Buffer<char> flash_own_workspace(const AttentionParams& p, const std::string& va
 // 256k rows, the ranking of longer lengths being that of 256k): every candidate
 // (flash_own_tune_candidates) is screened with one warm-up and two timed calls (CUDA events),
 // those within 4% of the fastest (at most four; from L = 64k on also the fastest -persist
-// variant) are timed in three interleaved rounds of three calls, and the lowest median wins;
+// variant) are timed call by call in turns, a fresh order each round (TurnOrder), until each has
+// >= 9 calls and >= 40 ms of them (at most 200), and the lowest median wins;
 // cached per shape for the process. Falls back to the first candidate when the scratch inputs
 // do not fit. Synchronises `s`: call it at setup.
 std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, cudaStream_t s);

@@ -60,6 +60,14 @@ class FakeBackend final : public Backend {
   CpuAllocator alloc_;
 };
 
+RepPolicy policy(int warmup, int min_reps, double min_seconds) {
+  RepPolicy p;
+  p.warmup = warmup;
+  p.min_reps = min_reps;
+  p.min_seconds = min_seconds;
+  return p;
+}
+
 Workload tiny() {
   Workload w;
   w.op = "flash";
@@ -107,10 +115,7 @@ TEST(TurnCalls, TurnsAsLongAsTheSlowestCall) {
 
 TEST(MeasureRows, TimesInTurnsAndTakesEachOnesMemoryAlone) {
   FakeBackend be;
-  RepPolicy pol;
-  pol.warmup = 2;
-  pol.min_reps = 6;
-  pol.min_seconds = 0.03;
+  const RepPolicy pol = policy(2, 6, 0.03);
   const auto rows = measure_rows(be, {"a", "b"}, tiny(), pol);
   ASSERT_EQ(rows.size(), 2u);
   for (const Row& r : rows) ASSERT_EQ(r.status, "ok") << r.note;
@@ -142,10 +147,7 @@ TEST(MeasureRows, TimesInTurnsAndTakesEachOnesMemoryAlone) {
 TEST(MeasureRows, EachAloneWhenTheyDoNotFitTogether) {
   FakeBackend be;
   be.allocator().set_cap((3 << 20) + (1 << 20) / 2);  // a or b fits, not both
-  RepPolicy pol;
-  pol.warmup = 1;
-  pol.min_reps = 3;
-  pol.min_seconds = 0;
+  const RepPolicy pol = policy(1, 3, 0);
   const auto rows = measure_rows(be, {"a", "b"}, tiny(), pol);
   for (const Row& r : rows) {
     ASSERT_EQ(r.status, "ok") << r.note;
@@ -159,10 +161,7 @@ TEST(MeasureRows, SkippedFailedAndOversizedRowsAreRecordedAndTheRestTimed) {
   FakeBackend be;
   be.bytes["c"] = 1ull << 40;  // past the cap: OOM at setup
   be.allocator().set_cap(64 << 20);
-  RepPolicy pol;
-  pol.warmup = 1;
-  pol.min_reps = 4;
-  pol.min_seconds = 0;
+  const RepPolicy pol = policy(1, 4, 0);
   const auto rows = measure_rows(be, {"unsupported", "a", "nan", "c", "b"}, tiny(), pol);
   ASSERT_EQ(rows.size(), 5u);
   EXPECT_EQ(rows[0].status, "skipped");
@@ -179,10 +178,7 @@ TEST(MeasureRows, SkippedFailedAndOversizedRowsAreRecordedAndTheRestTimed) {
 
 TEST(MeasureRows, OneImplementationIsMeasureRow) {
   FakeBackend a, b;
-  RepPolicy pol;
-  pol.warmup = 3;
-  pol.min_reps = 5;
-  pol.min_seconds = 0;
+  const RepPolicy pol = policy(3, 5, 0);
   const auto rows = measure_rows(a, {"unsupported", "c"}, tiny(), pol);
   const Row one = measure_row(b, "c", tiny(), pol);
   EXPECT_EQ(rows[1].reps, one.reps);
@@ -193,10 +189,7 @@ TEST(MeasureRows, OneImplementationIsMeasureRow) {
 TEST(MeasureRows, EachAloneWhenACallRunsOutOfMemoryBesideTheOthers) {
   FakeBackend be;
   be.allocator().set_cap((4 << 20) + (1 << 19));  // d alone: 1 + 3 MiB; beside a's runner: 5 MiB
-  RepPolicy pol;
-  pol.warmup = 1;
-  pol.min_reps = 3;
-  pol.min_seconds = 0;
+  const RepPolicy pol = policy(1, 3, 0);
   const auto rows = measure_rows(be, {"a", "d"}, tiny(), pol);
   for (const Row& r : rows) {
     ASSERT_EQ(r.status, "ok") << r.note;
@@ -209,10 +202,7 @@ TEST(MeasureRows, EachAloneWhenACallRunsOutOfMemoryBesideTheOthers) {
 
 TEST(MeasureRows, OneLeftAfterTheOthersFailIsTimedWithoutATurnNote) {
   FakeBackend be;
-  RepPolicy pol;
-  pol.warmup = 1;
-  pol.min_reps = 3;
-  pol.min_seconds = 0;
+  const RepPolicy pol = policy(1, 3, 0);
   const auto rows = measure_rows(be, {"nan", "c"}, tiny(), pol);
   EXPECT_EQ(rows[0].status, "error");
   ASSERT_EQ(rows[1].status, "ok");

@@ -751,7 +751,12 @@ int write_report(const std::string& dir, std::ostream& log) {
   std::size_t nx = 0;
   for (auto& r : rows) nx += r.extrapolated;
   if (nx) md << "- " << nx << " rows are extrapolated (marked † / hollow dashed markers), not measured.\n";
-  md << "- L2 cache not flushed between calls; timings are of back-to-back calls on warm caches.\n";
+  const bool in_turns = env.j.contains("protocol") &&
+                        env.j["protocol"].value("order", std::string()).find("in turns") != std::string::npos;
+  md << (in_turns ? "- L2 cache not flushed between calls; the implementations of one op at one length were timed "
+                    "in turns, so a call may find in L2 what the other implementation's call left there (its own "
+                    "inputs only where one call's bytes fit L2 beside the other's).\n"
+                  : "- L2 cache not flushed between calls; timings are of back-to-back calls on warm caches.\n");
   write_file_atomic(dir + "/report.md", md.str());
   log << "longmix report: wrote " << dir << "/{memory_vs_length,time_vs_length}.{png,svg}, comparison_table.md, table.tex, report.md\n";
   return rc;

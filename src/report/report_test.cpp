@@ -198,3 +198,21 @@ TEST(Report, FlashOnlyFolderSaysThereIsNoHyenaToCompare) {
   EXPECT_NE(report.find("No length where a FlashAttention and a Hyena curve"), std::string::npos);
   fs::remove_all(dir);
 }
+
+// The limitations follow the run's recorded order: rows timed in turns, or back to back (results
+// of builds before the turns, which record no order).
+TEST(Report, LimitationsSayHowTheRowsWereTimed) {
+  const std::string dir = folder("order", synthetic());
+  std::ostringstream log;
+  ASSERT_EQ(write_report(dir, log), 0) << log.str();
+  EXPECT_NE(read_file(dir + "/report.md").find("back-to-back calls on warm caches"), std::string::npos);
+  std::ofstream(dir + "/results.json")
+      << R"({"environment": {"gpu": "Test GPU", "backend": "cuda", "command_line": "longmix sweep",)"
+         R"( "protocol": {"warmup": 3, "order": "the implementations of one op at one length timed in turns"}}, "rows": []})";
+  ASSERT_EQ(write_report(dir, log), 0) << log.str();
+  const std::string report = read_file(dir + "/report.md");
+  EXPECT_EQ(report.find("back-to-back calls on warm caches"), std::string::npos);
+  EXPECT_NE(report.find("were timed in turns, so a call may find in L2"), std::string::npos);
+  EXPECT_NE(report.find("- order: the implementations of one op at one length timed in turns."), std::string::npos);
+  fs::remove_all(dir);
+}

@@ -6,8 +6,9 @@
 // impls: a comma list of flash-cudnn and variant names (all: cuDNN and every variant), e.g.
 // to profile one kernel under ncu. order: cuDNN first, then the variants as listed, or the
 // reverse (a second round in the other order tells whether the order moves the ratios), or
-// interleaved: one call of each in turn, round after round (bench::interleaved_median_ms), the
-// measurement to compare them by (the order moved cuDNN's time by 4–11% on an H100).
+// interleaved: one call of each in turn, round after round, in a fresh order each round
+// (bench::interleaved_median_ms), the measurement to compare them by (the fixed orders moved
+// cuDNN's time by 4–11% on an H100, and a fixed order within rounds by 5–9%).
 #include <cuda_runtime.h>
 
 #include <algorithm>

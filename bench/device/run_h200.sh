@@ -80,6 +80,8 @@
 #   flashbench  the flash-own variant benchmark, every shape ($FLASH_BENCH_L lengths)
 #   flashinter  the variant benchmark interleaved call by call (order=interleaved), D = 256 and 1024
 #            (d64), $FLASH_INTER_L (32k-128k), two rounds, beside one round in each fixed order
+#   tunecheck  tuner v4e: the tuner's GPU tests, two flash sweeps at D = 1024 ($TUNE_L, 32k-128k) and
+#            the shuffled variant benchmark at H = 16 in the same call
 #   lptgroup v4d: the flash-own tests and sanitizers, ncu (time, L2 hits, DRAM bytes) of -persist-lpt at
 #            16k-64k, H = 16 with all heads at once (the default) and with groups of heads that fit
 #            half the L2 (LONGMIX_FLASH_LPT_GROUP=l2), and the variant benchmark interleaved, both
@@ -470,6 +472,19 @@ for stage in "$@"; do
         timeout 200 $B/bench_flash_own ${FLASH_INTER_L:-32768,65536,131072} fp16 d64 all $order 2>&1 | \
           sed "s/^/$order /" | tee -a $OUT/bench_flash_interleaved.txt | tee -a $LOG
       done
+      ;;
+    tunecheck)  # tuner v4e (finalists in shuffled turns): its GPU tests, two flash sweeps at D = 1024, the
+      # shuffled variant benchmark in the same call (bench/NOTES.md flash-own Next 8)
+      timeout 120 $B/gpu_test --gtest_filter='*Tune*:*FlashOwnPersist*' 2>&1 | tail -3 | tee -a $LOG
+      for r in 1 2; do
+        timeout 150 $B/longmix sweep --ops flash --heads 16 --lengths ${TUNE_L:-32k,64k,128k} --out $OUT/tune$r \
+          --quiet --no-report 2>&1 | tail -1 | tee -a $LOG
+        cut -d, -f1,2,9,23 $OUT/tune$r/results_flash.csv | sed "s/^/sweep $r /" | tee -a $LOG
+      done
+      timeout 200 $B/bench_flash_own 32768,65536,131072 fp16 d64h16 \
+        flash-cudnn,ws-128x128,ws-128x128-pp,ws-128x128-persist,ws-128x128-persist-lpt,ws-128x128-pp-persist,ws-128x128-pp-persist-lpt \
+        interleaved 2>&1 | tee -a $OUT/bench_flash_tunecheck.txt | tee -a $LOG
+      (cd $OUT && tar -czf tunecheck.tgz tune1 tune2 && rm -rf tune1 tune2)
       ;;
     lptgroup)  # v4d: -lpt longest-first within groups of heads that fit half the L2, against all heads at once
       timeout 200 $B/gpu_test --gtest_filter='*FlashOwn*' 2>&1 | tail -3 | tee -a $LOG

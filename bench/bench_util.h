@@ -42,23 +42,17 @@ std::vector<double> interleaved_median_ms(const std::vector<F*>& jobs, cudaStrea
   const std::size_t n = jobs.size();
   std::vector<std::vector<float>> t(n);
   std::vector<float> total(n, 0.0f);
-  auto done = [&] {
-    for (std::size_t j = 0; j < n; ++j)
-      if (t[j].size() < 10 || total[j] < 200.0f) return false;
-    return true;
+  auto turn = [&](std::size_t j) {
+    CUDA_CHECK(cudaEventRecord(a, s));
+    (*jobs[j])();
+    CUDA_CHECK(cudaEventRecord(b, s));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    t[j].push_back(ms);
+    total[j] += ms;
   };
-  TurnOrder order(n);
-  while (n > 0 && !done())
-    for (const std::size_t j : order.next()) {
-      CUDA_CHECK(cudaEventRecord(a, s));
-      (*jobs[j])();
-      CUDA_CHECK(cudaEventRecord(b, s));
-      CUDA_CHECK(cudaEventSynchronize(b));
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-      t[j].push_back(ms);
-      total[j] += ms;
-    }
+  take_turns(n, turn, [&](std::size_t j) { return t[j].size() >= 10 && total[j] >= 200.0f; });
   cudaEventDestroy(a);
   cudaEventDestroy(b);
   std::vector<double> med(n);

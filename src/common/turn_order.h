@@ -31,4 +31,18 @@ class TurnOrder {
   std::mt19937_64 rng_;
 };
 
+// Rounds of turns over 0 … n−1, each round in TurnOrder's next order, turn(i) called for each i,
+// until done(i) holds for every i (checked before each round; nothing when n is 0).
+template <typename Turn, typename Done>
+void take_turns(std::size_t n, Turn&& turn, Done&& done) {
+  TurnOrder order(n);
+  auto all_done = [&] {
+    for (std::size_t i = 0; i < n; ++i)
+      if (!done(i)) return false;
+    return true;
+  };
+  while (n > 0 && !all_done())
+    for (const std::size_t i : order.next()) turn(i);
+}
+
 }  // namespace longmix

@@ -2,8 +2,6 @@
 // says "skipped: no GPU" and is counted as skipped.
 #include <gtest/gtest.h>
 
-#include <set>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>

@@ -196,14 +196,12 @@ std::vector<Row> measure_rows(Backend& be, const std::vector<std::string>& impls
     }
     const std::vector<int> per_turn = turn_calls(call_s);
     std::vector<std::vector<double>> t(timed.size());
-    auto all_done = [&] {
-      return std::all_of(t.begin(), t.end(), [&](const auto& v) { return reps_done(v, pol); });
-    };
-    TurnOrder order(timed.size());
-    while (!all_done())
-      for (const std::size_t i : order.next())
-        for (int c = 0; c < per_turn[i]; ++c)
-          t[i].push_back(be.time_call([&] { runners[timed[i]]->forward(); }));
+    take_turns(
+        timed.size(),
+        [&](std::size_t i) {
+          for (int c = 0; c < per_turn[i]; ++c) t[i].push_back(be.time_call([&] { runners[timed[i]]->forward(); }));
+        },
+        [&](std::size_t i) { return reps_done(t[i], pol); });
     for (std::size_t i = 0; i < timed.size(); ++i) {
       Row& r = rows[timed[i]];
       set_times(r, std::move(t[i]));

@@ -21,7 +21,6 @@ class FakeBackend final : public Backend {
   std::map<std::string, std::size_t> bytes = {{"a", 1 << 20}, {"b", 3 << 20}, {"c", 2 << 20}, {"nan", 4096}, {"d", 1 << 20}};
   std::map<std::string, std::size_t> scratch = {{"d", 3 << 20}};  // work bytes of a call (default 4 KiB)
   std::vector<std::string> log;  // every forward, in order
-  int made = 0;
   double last_s = 0;
 
   std::string name() const override { return "fake"; }
@@ -31,7 +30,6 @@ class FakeBackend final : public Backend {
     return impl == "unsupported" ? "not this one" : "";
   }
   std::unique_ptr<Runner> make(const std::string& impl, const Problem&) override {
-    ++made;
     return std::make_unique<FakeRunner>(*this, impl);
   }
   double time_call(const std::function<void()>& fn) override {

@@ -553,6 +553,8 @@ int run_sweep(const SweepOptions& opt) {
   };
   const bool budgeted = opt.extrapolate && budget.has_value();
   std::vector<std::size_t> next(plan.size(), 0);  // each curve's next index into opt.lengths
+  std::vector<std::string> curve_op;                // each curve's op
+  for (const auto& pc : plan) curve_op.push_back(pc.first);
   while (!g_stop_requested) {
     std::vector<RowCandidate> cands;
     for (std::size_t c = 0; c < plan.size(); ++c) {
@@ -586,23 +588,18 @@ int run_sweep(const SweepOptions& opt) {
     const std::string op = plan[c].first;
     const std::int64_t L = opt.lengths[next[c]];
     const Workload w = workload(op, L);
-    std::vector<std::string> curve_op;
-    for (const auto& pc : plan) curve_op.push_back(pc.first);
     std::vector<std::size_t> group;  // the curves measured now
     if (opt.interleave && !opt.isolate)
       for (std::size_t k : rows_timed_together(cands, choice, curve_op, time_left(), budgeted))
         group.push_back(cands[k].curve);
     else
       group.push_back(c);
-    std::vector<Row> rows;
-    if (group.size() > 1) {
-      std::vector<std::string> impls;
-      for (std::size_t g : group) impls.push_back(plan[g].second);
-      rows = measure_rows(*be, impls, w, opt.policy);
-    } else {
-      rows.push_back(opt.isolate ? measure_row_isolated(opt, be->name(), plan[c].second, w, alloc.cap())
-                                 : measure_row(*be, plan[c].second, w, opt.policy));
-    }
+    std::vector<std::string> impls;
+    for (std::size_t g : group) impls.push_back(plan[g].second);
+    // measure_rows of one implementation is measure_row
+    const std::vector<Row> rows = opt.isolate
+                                      ? std::vector<Row>{measure_row_isolated(opt, be->name(), impls[0], w, alloc.cap())}
+                                      : measure_rows(*be, impls, w, opt.policy);
     for (std::size_t g = 0; g < group.size(); ++g) {
       const std::string& impl = plan[group[g]].second;
       ++next[group[g]];

@@ -71,8 +71,6 @@
 //   LONGMIX_FLASH_LPT_GROUP=N, "l2" or "all" (the default) sets the group, for benchmarks.
 //
 // Rejected and not yet done: see the "Rejected" notes by the traits below and bench/NOTES.md.
-#include <limits>
-#include <cstdlib>
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -82,6 +80,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -89,8 +88,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/turn_order.h"
 #include "common/cuda_check.h"
+#include "common/turn_order.h"
 #include "ops/attention/attention_flash.h"
 #include "ops/attention/attention_flash_wgmma.cuh"
 
@@ -1631,20 +1630,16 @@ std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, 
         std::vector<float> warm;
         time_calls(f, 0, true, warm);
       }
-      auto enough = [&](std::size_t f) {
-        const int n = static_cast<int>(samples[f].size());
-        return (n >= kFinalCalls && total[f] >= kFinalMs) || n >= kFinalMaxCalls;
-      };
-      TurnOrder order(finalists.size());
-      for (;;) {
-        bool all = true;
-        for (std::size_t f = 0; f < finalists.size(); ++f) all = all && enough(f);
-        if (all) break;
-        for (const std::size_t f : order.next()) {
-          time_calls(finalists[f], 1, false, samples[f]);
-          total[f] += samples[f].back();
-        }
-      }
+      take_turns(
+          finalists.size(),
+          [&](std::size_t f) {
+            time_calls(finalists[f], 1, false, samples[f]);
+            total[f] += samples[f].back();
+          },
+          [&](std::size_t f) {
+            const int n = static_cast<int>(samples[f].size());
+            return (n >= kFinalCalls && total[f] >= kFinalMs) || n >= kFinalMaxCalls;
+          });
       float best_med = 1e30f;
       for (std::size_t f = 0; f < finalists.size(); ++f) {
         auto& x = samples[f];

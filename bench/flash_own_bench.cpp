@@ -2,13 +2,15 @@
 // inputs: median time of >= 10 calls and >= 0.2 s (CUDA events), TFLOP/s (4·B·H·L²·d/2 causal,
 // twice that non-causal) and the ratio to cuDNN. Prints figures; not a test.
 // Usage: bench_flash_own [lengths=4096,16384,32768,131072] [dtype=fp16] [shapes=all|d64|d64h4|d64h16]
-//                        [impls=all] [order=forward|reverse]
+//                        [impls=all] [order=forward|reverse|interleaved] [layout=separate|packed]
 // impls: a comma list of flash-cudnn and variant names (all: cuDNN and every variant), e.g.
 // to profile one kernel under ncu. order: cuDNN first, then the variants as listed, or the
 // reverse (a second round in the other order tells whether the order moves the ratios), or
 // interleaved: one call of each in turn, round after round, in a fresh order each round
 // (bench::interleaved_median_ms), the measurement to compare them by (the fixed orders moved
-// cuDNN's time by 4–11% on an H100, and a fixed order within rounds by 5–9%).
+// cuDNN's time by 4–11% on an H100, and a fixed order within rounds by 5–9%). layout: q, k, v
+// in three buffers of (L, H, d) rows (separate: the sweep's core scope) or packed side by side in
+// one buffer of (L, 3, H, d) rows (the layer scope's qkv: rows 3·D elements apart).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -50,6 +52,10 @@ int run(int argc, char** argv) {
   if (order_arg != "forward" && order_arg != "reverse" && order_arg != "interleaved")
     throw std::invalid_argument("order must be forward, reverse or interleaved, not '" + order_arg + "'");
   const bool reverse = order_arg == "reverse", interleaved = order_arg == "interleaved";
+  const std::string layout_arg = argc > 6 ? argv[6] : "separate";
+  if (layout_arg != "separate" && layout_arg != "packed")
+    throw std::invalid_argument("layout must be separate or packed, not '" + layout_arg + "'");
+  const bool packed = layout_arg == "packed";
   if (!(shapes_arg == "all" || shapes_arg == "d64" || only_h))
     throw std::invalid_argument("shapes must be all, d64, d64h4 or d64h16, not '" + shapes_arg + "'");
   CudaAllocator alloc(0);
@@ -58,7 +64,8 @@ int run(int argc, char** argv) {
   CUDA_CHECK(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("# %s, %s, B=1\n", prop.name, t == DType::kF16 ? "fp16" : "bf16");
+  std::printf("# %s, %s, B=1, q, k, v %s\n", prop.name, t == DType::kF16 ? "fp16" : "bf16",
+              packed ? "packed (rows 3·D apart, the layer's qkv)" : "separate (rows D apart)");
   std::printf("%-8s %-4s %-4s %-7s %-18s %10s %9s %9s\n", "L", "H", "d", "causal", "impl", "ms", "TFLOP/s", "vs_cudnn");
   struct Shape { std::int64_t H, d; bool causal; };
   const Shape shapes[] = {{4, 64, true}, {16, 64, true}, {4, 64, false}, {2, 128, true}, {8, 128, true}};
@@ -72,10 +79,18 @@ int run(int argc, char** argv) {
       if (!sh.causal && L > 32768) continue;  // non-causal: the short lengths tell the story
       const AttentionParams p{1, L, sh.H, sh.d, sh.causal, 0};
       const std::int64_t D = p.D();
-      Buffer<char> q(alloc, L * D * 2), k(alloc, L * D * 2), v(alloc, L * D * 2), o(alloc, L * D * 2);
+      const std::int64_t ld = packed ? 3 * D : D;  // q, k, v row stride
+      Buffer<char> q, k, v, o(alloc, L * D * 2);
       Buffer<float> lse(alloc, sh.H * L);
-      const std::vector<float> host = bench::random_inputs(static_cast<std::size_t>(L * D));
-      for (auto* b : {&q, &k, &v}) *b = upload_as(alloc, host, t, ctx.stream);
+      const void *qp, *kp, *vp;
+      if (packed) {
+        q = upload_as(alloc, bench::random_inputs(static_cast<std::size_t>(L * ld)), t, ctx.stream);
+        qp = q.data(); kp = q.data() + D * 2; vp = q.data() + 2 * D * 2;
+      } else {
+        const std::vector<float> host = bench::random_inputs(static_cast<std::size_t>(L * D));
+        for (auto* b : {&q, &k, &v}) *b = upload_as(alloc, host, t, ctx.stream);
+        qp = q.data(); kp = k.data(); vp = v.data();
+      }
       // Every implementation of this shape and length, measured in the order asked for (reverse
       // puts cuDNN last: a GPU at its power cap may run the first measurement after a pause at a
       // higher clock, so two rounds in opposite orders show whether the order moves the ratios).
@@ -83,8 +98,8 @@ int run(int argc, char** argv) {
       std::unique_ptr<CudnnFlash> cf;
       if (wanted("flash-cudnn")) {
         try {
-          cf = std::make_unique<CudnnFlash>(p, t, D, D);
-          jobs.emplace_back("flash-cudnn", [&] { cf->run(q.data(), k.data(), v.data(), o.data(), lse.data(), ctx); });
+          cf = std::make_unique<CudnnFlash>(p, t, ld, D);
+          jobs.emplace_back("flash-cudnn", [&] { cf->run(qp, kp, vp, o.data(), lse.data(), ctx); });
         } catch (const std::exception& e) {
           std::printf("# flash-cudnn unavailable: %s\n", e.what());
         }
@@ -97,8 +112,8 @@ int run(int argc, char** argv) {
       for (const auto& var : variants) {
         if (!wanted(var)) continue;
         FlashOwnArgs a;
-        a.q = q.data(); a.k = k.data(); a.v = v.data(); a.o = o.data(); a.lse = lse.data();
-        a.ld_in = D; a.ld_o = D;
+        a.q = qp; a.k = kp; a.v = vp; a.o = o.data(); a.lse = lse.data();
+        a.ld_in = ld; a.ld_o = D;
         workspaces.push_back(flash_own_workspace(p, var, alloc, ctx.stream));
         a.workspace = workspaces.back().data(); a.workspace_bytes = workspaces.back().bytes();
         args.push_back(a);

@@ -82,6 +82,9 @@
 #            (d64), $FLASH_INTER_L (32k-128k), two rounds, beside one round in each fixed order
 #   tunecheck  tuner v4e: the tuner's GPU tests, two flash sweeps at D = 1024 ($TUNE_L, 32k-128k) and
 #            the shuffled variant benchmark at H = 16 in the same call
+#   tunelayout  tuner v4f: the tuner's GPU tests, the shuffled variant benchmark (d = 64, H = 4 and
+#            16, 32k-128k) with q, k, v separate and packed as in the layer's qkv, and two flash
+#            sweeps at D = 1024 (layer scope) in the same call
 #   lptgroup v4d: the flash-own tests and sanitizers, ncu (time, L2 hits, DRAM bytes) of -persist-lpt at
 #            16k-64k, H = 16 with all heads at once (the default) and with groups of heads that fit
 #            half the L2 (LONGMIX_FLASH_LPT_GROUP=l2), and the variant benchmark interleaved, both
@@ -485,6 +488,22 @@ for stage in "$@"; do
         flash-cudnn,ws-128x128,ws-128x128-pp,ws-128x128-persist,ws-128x128-persist-lpt,ws-128x128-pp-persist,ws-128x128-pp-persist-lpt \
         interleaved 2>&1 | tee -a $OUT/bench_flash_tunecheck.txt | tee -a $LOG
       (cd $OUT && tar -czf tunecheck.tgz tune1 tune2 && rm -rf tune1 tune2)
+      ;;
+    tunelayout)  # tuner v4f (tuned on the calls' q, k, v layout): the tuner's GPU tests, the shuffled
+      # variant benchmark with q, k, v separate (core scope) and packed (the layer's qkv), and two
+      # layer-scope flash sweeps at D = 1024 ($TUNE_L, 32k-128k), in one call
+      timeout 120 $B/gpu_test --gtest_filter='*Tune*' 2>&1 | tail -3 | tee -a $LOG
+      for layout in separate packed; do
+        timeout 200 $B/bench_flash_own ${TUNE_BENCH_L:-32768,65536,131072} fp16 ${TUNE_SHAPES:-d64} \
+          flash-cudnn,ws-128x128,ws-128x128-pp,ws-128x128-persist,ws-128x128-persist-lpt,ws-128x128-pp-persist,ws-128x128-pp-persist-lpt \
+          interleaved $layout 2>&1 | tee -a $OUT/bench_flash_layout.txt | tee -a $LOG
+      done
+      for r in 1 2; do
+        timeout 150 $B/longmix sweep --ops flash --heads 16 --lengths ${TUNE_L:-32k,64k,128k} --out $OUT/tune$r \
+          --quiet --no-report 2>&1 | tail -1 | tee -a $LOG
+        cut -d, -f1,2,9,23 $OUT/tune$r/results_flash.csv | sed "s/^/sweep $r /" | tee -a $LOG
+      done
+      (cd $OUT && tar -czf tunelayout.tgz tune1 tune2 && rm -rf tune1 tune2)
       ;;
     lptgroup)  # v4d: -lpt longest-first within groups of heads that fit half the L2, against all heads at once
       timeout 200 $B/gpu_test --gtest_filter='*FlashOwn*' 2>&1 | tail -3 | tee -a $LOG

@@ -41,10 +41,11 @@ class CudaAttentionRunner final : public Runner {
       wout_ = upload_as(a, p.attn.out_proj_weight, t_, ctx.stream);
       bout_ = upload_as(a, p.attn.out_proj_bias, t_, ctx.stream);
     }
-    if (kind_ == AttnImpl::kCudnn) cudnn_ = std::make_unique<CudnnFlash>(params_, t_, w_.scope == "core" ? D : 3 * D, D);
+    const std::int64_t ld_in = w_.scope == "core" ? D : 3 * D;  // q, k, v rows: separate, or inside the layer's qkv
+    if (kind_ == AttnImpl::kCudnn) cudnn_ = std::make_unique<CudnnFlash>(params_, t_, ld_in, D);
     if (kind_ == AttnImpl::kStandard || w_.scope == "layer") ws_ = std::make_unique<CublasWorkspace>(ctx);
     if (kind_ == AttnImpl::kOwn) {
-      variant_ = flash_own_tune(params_, t_, a, ctx.stream);
+      variant_ = flash_own_tune(params_, t_, a, ctx.stream, ld_in);  // tuned on the calls' layout
       flash_ws_ = flash_own_workspace(params_, variant_, a, ctx.stream);
     }
   }

@@ -937,9 +937,14 @@ TEST(GpuFlashOwnTune, PicksACandidateAndCachesIt) {
         EXPECT_EQ(v.rfind("ws-", 0), 0u) << v;
       }
     }
-    const std::string pick = flash_own_tune(p, DType::kF16, *ctx.alloc, ctx.stream);
-    EXPECT_NE(std::find(cands.begin(), cands.end(), pick), cands.end()) << pick;
-    EXPECT_EQ(flash_own_tune(p, DType::kF16, *ctx.alloc, ctx.stream), pick);
+    // Separate q, k, v (rows D apart) and the layer's packed qkv (rows 3·D apart): each layout is
+    // tuned and cached on its own.
+    for (const std::int64_t ld : {p.D(), 3 * p.D()}) {
+      const std::string pick = flash_own_tune(p, DType::kF16, *ctx.alloc, ctx.stream, ld);
+      EXPECT_NE(std::find(cands.begin(), cands.end(), pick), cands.end()) << pick << " ld " << ld;
+      EXPECT_EQ(flash_own_tune(p, DType::kF16, *ctx.alloc, ctx.stream, ld), pick) << "ld " << ld;
+    }
+    EXPECT_THROW(flash_own_tune(p, DType::kF16, *ctx.alloc, ctx.stream, p.D() - 1), InvalidArgument);
   }
   cudaStreamDestroy(ctx.stream);
   be->release_cached();

@@ -211,7 +211,7 @@ std::vector<Row> measure_rows(Backend& be, const std::vector<std::string>& impls
       r.note = runners[timed[i]]->note();
       if (!with.empty())
         r.note += std::string(r.note.empty() ? "" : "; ") + "timed in turns with " + with + " (" +
-                  std::to_string(per_turn[i]) + " calls a turn)";
+                  std::to_string(per_turn[i]) + (per_turn[i] == 1 ? " call a turn)" : " calls a turn)");
     }
   } catch (const OutOfMemory&) {
     return time_alone("a call ran out of memory beside the other implementations' runners");

@@ -124,7 +124,7 @@ TEST(MeasureRows, TimesInTurnsAndTakesEachOnesMemoryAlone) {
   EXPECT_NEAR(*rows[0].mem_GB * (1 << 30), (1 << 20) + 4096, 1);
   EXPECT_NEAR(*rows[1].mem_GB * (1 << 30), (3 << 20) + 4096, 1);
   EXPECT_NE(rows[0].note.find("variant-a"), std::string::npos);
-  EXPECT_NE(rows[0].note.find("timed in turns with b (1 calls a turn)"), std::string::npos) << rows[0].note;
+  EXPECT_NE(rows[0].note.find("timed in turns with b (1 call a turn)"), std::string::npos) << rows[0].note;
   EXPECT_NE(rows[1].note.find("timed in turns with a (4 calls a turn)"), std::string::npos) << rows[1].note;
   // a needs 8 calls (0.03 s at 4 ms), b 30 (at 1 ms): 8 rounds of a's one call and b's turn of
   // 4, in TurnOrder's order. The log: a's peak call, b's peak call, warm-up (2 each), rounds.

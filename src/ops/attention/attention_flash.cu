@@ -1559,16 +1559,19 @@ std::string fastest_persist(const std::vector<std::pair<float, std::string>>& sc
 }
 }  // namespace
 
-std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, cudaStream_t s) {
+std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, cudaStream_t s,
+                           std::int64_t ld_in) {
   constexpr std::int64_t kTunePersistMinL = 65536;
   const auto variants = flash_own_tune_candidates(p);
   LONGMIX_REQUIRE(!variants.empty(), "flash-own: no variant for head dim ", p.d);
   AttentionParams q = p;
   q.L = std::min<std::int64_t>(p.L, 262144);
-  using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, int>;
+  if (ld_in == 0) ld_in = q.D();
+  LONGMIX_REQUIRE(ld_in >= q.D(), "flash_own_tune: ld_in ", ld_in, " < D = ", q.D());
+  using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, int, std::int64_t>;
   static std::mutex mu;
   static std::map<Key, std::string> cache;
-  const Key key{q.B, q.L, q.H, q.d, q.causal, static_cast<int>(t)};
+  const Key key{q.B, q.L, q.H, q.d, q.causal, static_cast<int>(t), ld_in};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
@@ -1576,15 +1579,21 @@ std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, 
   if (variants.size() == 1) return variants.front();
   std::string best = variants.front();
   try {
-    const std::size_t n = static_cast<std::size_t>(q.B * q.L * q.D());
-    Buffer<char> qkv(alloc, 4 * n * 2);  // q, k, v, o: (B, L', H, d)
+    // q, k, v with the calls' row stride: packed in one buffer of (B, L', ld_in) rows when they
+    // fit side by side in a row (the layer's qkv), else one buffer each; o: (B, L', H, d).
+    const std::size_t rows = static_cast<std::size_t>(q.B * q.L), D = static_cast<std::size_t>(q.D());
+    const std::size_t es = dtype_size(t), ld = static_cast<std::size_t>(ld_in);
+    const bool packed = ld >= 3 * D;
+    const std::size_t in_elems = rows * ld * (packed ? 1 : 3);
+    Buffer<char> in(alloc, in_elems * es), out(alloc, rows * D * es);
     Buffer<float> lse(alloc, static_cast<std::size_t>(q.B * q.H * q.L));
-    // Random q, k, v in [-1, 1): data of one byte value draws less power than real activations at
+    // Random inputs in [-1, 1): data of one byte value draws less power than real activations at
     // the 700 W cap and made the ranking of variants 1-3% apart follow the constant (NOTES, v4).
-    fill_uniform_cuda(t, qkv.data(), 3 * n, -1.0f, 1.0f, 0x5eed, s);
+    fill_uniform_cuda(t, in.data(), in_elems, -1.0f, 1.0f, 0x5eed, s);
+    const std::size_t k_off = packed ? D : rows * ld;  // elements from q to k (and from k to v)
     FlashOwnArgs a;
-    a.q = qkv.data(); a.k = qkv.data() + n * 2; a.v = qkv.data() + 2 * n * 2; a.o = qkv.data() + 3 * n * 2;
-    a.lse = lse.data(); a.ld_in = a.ld_o = q.D();
+    a.q = in.data(); a.k = in.data() + k_off * es; a.v = in.data() + 2 * k_off * es; a.o = out.data();
+    a.lse = lse.data(); a.ld_in = ld_in; a.ld_o = q.D();
     cudaEvent_t e0, e1;
     CUDA_CHECK(cudaEventCreate(&e0));
     CUDA_CHECK(cudaEventCreate(&e1));

@@ -66,9 +66,15 @@ Buffer<char> flash_own_workspace(const AttentionParams& p, const std::string& va
 // those within 4% of the fastest (at most four; from L = 64k on also the fastest -persist
 // variant) are timed call by call in turns, a fresh order each round (TurnOrder), until each has
 // >= 9 calls and >= 40 ms of them (at most 200), and the lowest median wins;
-// cached per shape for the process. Falls back to the first candidate when the scratch inputs
-// do not fit. Synchronises `s`: call it at setup.
-std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, cudaStream_t s);
+// cached per shape and input layout for the process. Falls back to the first candidate when the
+// scratch inputs do not fit. Synchronises `s`: call it at setup.
+// ld_in: the row stride (elements) of q, k, v in the calls to come (FlashOwnArgs::ld_in; 0: D).
+// The scratch inputs are laid out the same way: q, k and v inside one (B, L, ld_in / D, H, d)
+// buffer at column offsets 0, D, 2D when ld_in >= 3D (the layer's packed qkv), else three
+// buffers of rows ld_in apart. The ranking depends on it: at H = 16 the layer's 6 KB rows and the
+// core scope's 2 KB rows put different variants first (bench/NOTES.md, tuner v4f).
+std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, cudaStream_t s,
+                           std::int64_t ld_in = 0);
 // The variants flash_own_tune times: the "ws-" family on a Hopper GPU, every variant elsewhere.
 std::vector<std::string> flash_own_tune_candidates(const AttentionParams& p);
 // The screening's survivors (host-only; exposed for tests): names whose time is within

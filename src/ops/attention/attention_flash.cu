@@ -1612,18 +1612,24 @@ std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, 
         out.push_back(ms);
       }
     };
-    // Screening: one warm-up and two timed calls a variant; the best of them within 4% of the
+    // Screening: one warm-up and two timed calls a variant (in turns); the best of them within 4% of the
     // fastest (at most four) go on, and from kTunePersistMinL on the fastest persistent variant
     // with them (the screening's two calls do not separate variants 1-3% apart: in the D = 1024
     // sweep of 2026-12-06 it dropped -persist at 64k-128k, where the sweep of 2026-12-04 had
     // picked it and stood 0.7-1.1% closer to cuDNN; bench/NOTES.md, tuner v4c). Final (v4e): the
     // finalists call by call in shuffled turns (below); the lowest median wins.
+    // The screening's calls in shuffled turns too (v4g): variant by variant, the first ones ran
+    // on a GPU just back from the inputs' upload, and at 128k, H = 16 the sweeps of 2026-12-07
+    // took -pp-split (85.3 ms) and -pp-e4 (81.9) over ws-128x128 (81.2, 79.9) that way.
+    std::vector<std::vector<float>> screen_ms(variants.size());
+    std::vector<float> none;
+    for (const auto& v : variants) time_calls(v, 0, true, none);  // warm-ups
+    take_turns(
+        variants.size(), [&](std::size_t i) { time_calls(variants[i], 1, false, screen_ms[i]); },
+        [&](std::size_t i) { return screen_ms[i].size() >= 2; });
     std::vector<std::pair<float, std::string>> screened;
-    for (const auto& v : variants) {
-      std::vector<float> ms;
-      time_calls(v, 2, true, ms);
-      screened.push_back({*std::min_element(ms.begin(), ms.end()), v});
-    }
+    for (std::size_t i = 0; i < variants.size(); ++i)
+      screened.push_back({*std::min_element(screen_ms[i].begin(), screen_ms[i].end()), variants[i]});
     const auto finalists =
         flash_own_tune_finalists(screened, 0.04, 4, q.L >= kTunePersistMinL ? fastest_persist(screened) : "");
     best = finalists.front();

@@ -62,7 +62,8 @@ Buffer<char> flash_own_workspace(const AttentionParams& p, const std::string& va
 
 // Plan-time tuning on scratch inputs of this shape from `alloc` (uniform random q, k, v; at most
 // 256k rows, the ranking of longer lengths being that of 256k): every candidate
-// (flash_own_tune_candidates) is screened with one warm-up and two timed calls (CUDA events),
+// (flash_own_tune_candidates) is screened with one warm-up and two timed calls (CUDA events; the
+// timed calls in shuffled turns),
 // those within 4% of the fastest (at most four; from L = 64k on also the fastest -persist
 // variant) are timed call by call in turns, a fresh order each round (TurnOrder), until each has
 // >= 9 calls and >= 40 ms of them (at most 200), and the lowest median wins;

@@ -85,6 +85,8 @@
 #   tunelayout  tuner v4f: the tuner's GPU tests, the shuffled variant benchmark (d = 64, H = 4 and
 #            16, 32k-128k) with q, k, v separate and packed as in the layer's qkv, and two flash
 #            sweeps at D = 1024 (layer scope) in the same call
+#   flashpairs  flash-own's kernels one at a time (LONGMIX_FLASH_VARIANT) in the sweep's turns with
+#            cuDNN (D = 1024, 64k and 128k, two rounds), then the tuner's pick: the pairs' ratios
 #   lptgroup v4d: the flash-own tests and sanitizers, ncu (time, L2 hits, DRAM bytes) of -persist-lpt at
 #            16k-64k, H = 16 with all heads at once (the default) and with groups of heads that fit
 #            half the L2 (LONGMIX_FLASH_LPT_GROUP=l2), and the variant benchmark interleaved, both
@@ -504,6 +506,17 @@ for stage in "$@"; do
         cut -d, -f1,2,9,23 $OUT/tune$r/results_flash.csv | sed "s/^/sweep $r /" | tee -a $LOG
       done
       (cd $OUT && tar -czf tunelayout.tgz tune1 tune2 && rm -rf tune1 tune2)
+      ;;
+    flashpairs)  # each of $PAIRS_VARIANTS forced (LONGMIX_FLASH_VARIANT) in the sweep's turns with cuDNN, D = 1024
+      # (layer), $PAIRS_L (64k, 128k), two rounds; then the tuner's own pick twice (v4g's screening)
+      for r in 1 2; do
+        for v in ${PAIRS_VARIANTS:-ws-128x128 ws-128x128-persist ws-128x128-persist-lpt} tuner; do
+          env $( [ $v = tuner ] || echo LONGMIX_FLASH_VARIANT=$v ) timeout 150 $B/longmix sweep --ops flash --heads 16 \
+            --lengths ${PAIRS_L:-64k,128k} --out $OUT/pairs_${v}_$r --quiet --no-report 2>&1 | tail -1 | tee -a $LOG
+          cut -d, -f1,2,9,23 $OUT/pairs_${v}_$r/results_flash.csv | sed "s/^/$v round $r /" | tee -a $OUT/flashpairs.txt | tee -a $LOG
+        done
+      done
+      (cd $OUT && tar -czf flashpairs.tgz pairs_* && rm -rf pairs_*)
       ;;
     lptgroup)  # v4d: -lpt longest-first within groups of heads that fit half the L2, against all heads at once
       timeout 200 $B/gpu_test --gtest_filter='*FlashOwn*' 2>&1 | tail -3 | tee -a $LOG

@@ -46,6 +46,7 @@ class CudaAttentionRunner final : public Runner {
     if (kind_ == AttnImpl::kStandard || w_.scope == "layer") ws_ = std::make_unique<CublasWorkspace>(ctx);
     if (kind_ == AttnImpl::kOwn) {
       variant_ = flash_own_tune(params_, t_, a, ctx.stream, ld_in);  // tuned on the calls' layout
+      forced_ = !flash_own_forced_variant(params_).empty();
       flash_ws_ = flash_own_workspace(params_, variant_, a, ctx.stream);
     }
   }
@@ -72,7 +73,10 @@ class CudaAttentionRunner final : public Runner {
   std::vector<float> output() override {
     return download_as(out_, static_cast<std::size_t>(w_.B * w_.L * w_.D()), t_, *ctx_.alloc, ctx_.stream);
   }
-  std::string note() const override { return variant_.empty() ? "" : "kernel " + variant_ + " (tuned at setup)"; }
+  std::string note() const override {
+    if (variant_.empty()) return "";
+    return "kernel " + variant_ + (forced_ ? " (LONGMIX_FLASH_VARIANT)" : " (tuned at setup)");
+  }
 
  private:
   void attend(const void* q, const void* k, const void* v, std::int64_t ld, void* o) {
@@ -101,6 +105,7 @@ class CudaAttentionRunner final : public Runner {
   std::unique_ptr<CudnnFlash> cudnn_;
   std::unique_ptr<CublasWorkspace> ws_;
   std::string variant_;  // flash-own's kernel
+  bool forced_ = false;  // variant_ from LONGMIX_FLASH_VARIANT, not the tuner
 };
 
 // hyena-cuda allocates its output per call like the other ops; hyena-fused replays a CUDA graph

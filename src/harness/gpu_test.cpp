@@ -949,6 +949,34 @@ TEST(GpuFlashOwnTune, PicksACandidateAndCachesIt) {
   cudaStreamDestroy(ctx.stream);
   be->release_cached();
 }
+
+// LONGMIX_FLASH_VARIANT fixes the kernel (the tuner times nothing); a name that is not a variant of
+// the shape is an error that lists the variants.
+TEST(GpuFlashOwnTune, VariantFromTheEnvironment) {
+  REQUIRE_GPU(be);
+  CudaContext ctx;
+  ctx.alloc = &be->allocator();
+  CUDA_CHECK(cudaStreamCreate(&ctx.stream));
+  const AttentionParams p{1, 2000, 4, 64, true, 0};
+  const auto all = flash_own_variants(p);
+  ASSERT_FALSE(all.empty());
+  struct Unset { ~Unset() { unsetenv("LONGMIX_FLASH_VARIANT"); } } unset;  // also when a check fails
+  setenv("LONGMIX_FLASH_VARIANT", all.back().c_str(), 1);
+  EXPECT_EQ(flash_own_forced_variant(p), all.back());
+  EXPECT_EQ(flash_own_tune(p, DType::kF16, *ctx.alloc, ctx.stream), all.back());
+  setenv("LONGMIX_FLASH_VARIANT", "no-such-kernel", 1);
+  try {
+    flash_own_tune(p, DType::kF16, *ctx.alloc, ctx.stream);
+    ADD_FAILURE() << "no error for an unknown variant";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("no-such-kernel"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(all.front()), std::string::npos) << e.what();
+  }
+  unsetenv("LONGMIX_FLASH_VARIANT");
+  EXPECT_EQ(flash_own_forced_variant(p), "");
+  cudaStreamDestroy(ctx.stream);
+  be->release_cached();
+}
 #endif
 
 TEST(GpuAvailability, ReasonIsGivenWithoutAGpu) {

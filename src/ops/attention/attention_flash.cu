@@ -1559,9 +1559,21 @@ std::string fastest_persist(const std::vector<std::pair<float, std::string>>& sc
 }
 }  // namespace
 
+std::string flash_own_forced_variant(const AttentionParams& p) {
+  const char* env = std::getenv("LONGMIX_FLASH_VARIANT");
+  if (!env || !*env) return "";
+  const auto all = flash_own_variants(p);
+  if (std::find(all.begin(), all.end(), env) != all.end()) return env;
+  std::string names;
+  for (const auto& v : all) names += (names.empty() ? "" : ", ") + v;
+  throw InvalidArgument(std::string("flash-own: LONGMIX_FLASH_VARIANT='") + env + "' is not a variant for d = " +
+                        std::to_string(p.d) + (p.causal ? ", causal" : ", non-causal") + " (variants: " + names + ")");
+}
+
 std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, cudaStream_t s,
                            std::int64_t ld_in) {
   constexpr std::int64_t kTunePersistMinL = 65536;
+  if (std::string forced = flash_own_forced_variant(p); !forced.empty()) return forced;
   const auto variants = flash_own_tune_candidates(p);
   LONGMIX_REQUIRE(!variants.empty(), "flash-own: no variant for head dim ", p.d);
   AttentionParams q = p;

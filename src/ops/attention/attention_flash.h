@@ -76,6 +76,10 @@ Buffer<char> flash_own_workspace(const AttentionParams& p, const std::string& va
 // core scope's 2 KB rows put different variants first (bench/NOTES.md, tuner v4f).
 std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, cudaStream_t s,
                            std::int64_t ld_in = 0);
+// LONGMIX_FLASH_VARIANT when set (flash_own_tune then returns it without timing anything: to
+// time one kernel in the sweep's turns), else ""; throws InvalidArgument naming the variants of
+// p when it is not one of them.
+std::string flash_own_forced_variant(const AttentionParams& p);
 // The variants flash_own_tune times: the "ws-" family on a Hopper GPU, every variant elsewhere.
 std::vector<std::string> flash_own_tune_candidates(const AttentionParams& p);
 // The screening's survivors (host-only; exposed for tests): names whose time is within

@@ -570,9 +570,12 @@ int write_report(const std::string& dir, std::ostream& log) {
   }
   if (!any) throw std::runtime_error(dir + ": no results_*.csv files to report on");
   Env env;
+  json merged_from = json::array();  // tools/merge_results.py: each source folder's environment
   if (fs::exists(dir + "/results.json")) {
     try {
-      env.j = json::parse(read_file(dir + "/results.json")).value("environment", json::object());
+      const json top = json::parse(read_file(dir + "/results.json"));
+      env.j = top.value("environment", json::object());
+      if (top.contains("merged_from") && top["merged_from"].is_array()) merged_from = top["merged_from"];
     } catch (const json::exception& e) {
       throw std::runtime_error(dir + "/results.json: malformed JSON: " + e.what());
     }
@@ -602,6 +605,19 @@ int write_report(const std::string& dir, std::ostream& log) {
   for (const char* k : {"gpu", "driver", "cuda_runtime", "cudnn", "cufft", "cublas", "cpu", "cpu_threads", "fftw", "openblas", "compiler", "build_type", "git_commit", "date"})
     if (env.j.contains(k)) md << "- " << k << ": `" << env.get(k) << "`\n";
   if (env.j.contains("git_dirty") && env.j["git_dirty"].get<bool>()) md << "- the source tree had uncommitted changes\n";
+  if (!merged_from.empty()) {
+    // A merged folder: the lines above are its first source's; each source's own build and date.
+    md << "- merged from (the lines above are the first source's environment):";
+    for (const auto& src : merged_from) {
+      Env e;
+      e.j = src.value("environment", json::object());
+      const std::string commit = e.get("git_commit", "?");
+      md << " `" << src.value("folder", std::string("?")) << "` (" << commit.substr(0, 7)
+         << (e.j.value("git_dirty", false) ? " with uncommitted changes" : "") << ", " << e.get("gpu", e.get("cpu", "?"))
+         << ", " << e.get("date", "?") << ")" << (&src == &merged_from.back() ? "" : ";");
+    }
+    md << "\n";
+  }
   if (env.j.contains("memory_cap_bytes")) md << "- memory cap: " << fmt(env.j["memory_cap_bytes"].get<double>() / kGiB) << " GiB\n";
   md << "- command: `" << env.get("command_line") << "`\n";
   if (env.j.contains("protocol")) {

@@ -201,6 +201,24 @@ TEST(Report, FlashOnlyFolderSaysThereIsNoHyenaToCompare) {
 
 // The limitations follow the run's recorded order: rows timed in turns, or back to back (results
 // of builds before the turns, which record no order).
+// A folder merged by tools/merge_results.py names each source's build and date, not only the first's.
+TEST(Report, MergedFolderNamesEverySourcesBuild) {
+  const std::string dir = folder("merged", synthetic());
+  std::ofstream(dir + "/results.json")
+      << R"({"environment": {"gpu": "Test GPU", "backend": "cuda", "git_commit": "aaaaaaa1111", "command_line": "a ; b"},)"
+         R"( "rows": [], "merged_from": [)"
+         R"({"folder": "d256", "environment": {"gpu": "Test GPU", "git_commit": "aaaaaaa1111", "date": "2026-12-07T12:00:00Z"}},)"
+         R"({"folder": "d1024-flash", "environment": {"gpu": "Test GPU", "git_commit": "bbbbbbb2222", "git_dirty": true,)"
+         R"( "date": "2026-12-07T14:56:24Z"}}]})";
+  std::ostringstream log;
+  ASSERT_EQ(write_report(dir, log), 0) << log.str();
+  const std::string report = read_file(dir + "/report.md");
+  EXPECT_NE(report.find("`d256` (aaaaaaa, Test GPU, 2026-12-07T12:00:00Z);"), std::string::npos) << report;
+  EXPECT_NE(report.find("`d1024-flash` (bbbbbbb with uncommitted changes, Test GPU, 2026-12-07T14:56:24Z)\n"),
+            std::string::npos) << report;
+  fs::remove_all(dir);
+}
+
 TEST(Report, LimitationsSayHowTheRowsWereTimed) {
   const std::string dir = folder("order", synthetic());
   std::ostringstream log;

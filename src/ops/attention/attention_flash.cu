@@ -70,6 +70,14 @@
 //   DRAM cost no time: the kernel is bound by its tensor-core and softmax work, not memory.
 //   LONGMIX_FLASH_LPT_GROUP=N, "l2" or "all" (the default) sets the group, for benchmarks.
 //
+// Tuner v4e-v4g (H100, bench/NOTES.md flash-own Next 8-9): v4e times the finalists call by call in
+//   shuffled turns (within ~1% of the benchmark's best); v4f tunes on the calls' q, k, v layout
+//   (the layer's packed qkv), which measured no different from separate buffers (±1%); v4g (not
+//   yet run on a GPU) screens in shuffled turns too, after sweeps in which the variant-by-variant
+//   screening let a 4-5% slower kernel win at 128k. At 128k, H = 16 the kernels themselves are
+//   1.5-2.5% behind cuDNN in the sweep's pairs (ncu: 3.6% more SM cycles at locked clocks).
+//   LONGMIX_FLASH_VARIANT=NAME bypasses the tuner.
+//
 // Rejected and not yet done: see the "Rejected" notes by the traits below and bench/NOTES.md.
 #include <cuda.h>
 #include <cuda_bf16.h>

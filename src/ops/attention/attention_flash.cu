@@ -1638,9 +1638,10 @@ std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, 
     // sweep of 2026-12-06 it dropped -persist at 64k-128k, where the sweep of 2026-12-04 had
     // picked it and stood 0.7-1.1% closer to cuDNN; bench/NOTES.md, tuner v4c). Final (v4e): the
     // finalists call by call in shuffled turns (below); the lowest median wins.
-    // The screening's calls in shuffled turns too (v4g): variant by variant, the first ones ran
-    // on a GPU just back from the inputs' upload, and at 128k, H = 16 the sweeps of 2026-12-07
-    // took -pp-split (85.3 ms) and -pp-e4 (81.9) over ws-128x128 (81.2, 79.9) that way.
+    // The screening's calls in shuffled turns too (v4g): screened variant by variant, in a fixed
+    // order, two of eight sweeps at 128k, H = 16 on 2026-12-07 took -pp-split (85.3 ms) and -pp-e4
+    // (81.9) over ws-128x128 (81.2, 79.9 in the other sweeps). Why they got through the screening
+    // was not measured; the fixed order is the one bias of the kind seen before (NOTES Next 7).
     std::vector<std::vector<float>> screen_ms(variants.size());
     std::vector<float> none;
     for (const auto& v : variants) time_calls(v, 0, true, none);  // warm-ups

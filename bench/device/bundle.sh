@@ -4,6 +4,11 @@
 # Binaries are built here for sm_90a + PTX, never with -march=native.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+if ! git diff --quiet HEAD -- src bench tools CMakeLists.txt 2>/dev/null; then
+  # The binaries record the commit they were built from and that the tree was dirty; results
+  # from them then name a commit that is not the code that ran (commit first, then build).
+  echo "bundle.sh: warning: uncommitted changes under src/bench/tools: results will read $(git rev-parse --short HEAD) with uncommitted changes" >&2
+fi
 rm -rf .carry/stage && mkdir -p .carry/stage/lib
 cp build/longmix build/gpu_test build/bench_flash_own build/bench_hyena_fused .carry/stage/
 # Earlier builds of bench_hyena_fused to compare in the same call (run_h200.sh fusedab): each

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -737,6 +738,50 @@ TEST(FlashOwnTuneFinalists, KeepsTheBandFastestFirstAndCaps) {
   // `also` joins the band's finalists once, after them, even past the cap
   EXPECT_EQ(flash_own_tune_finalists(t, 0.04, 2, "f"), (std::vector<std::string>{"b", "e", "f"}));
   EXPECT_EQ(flash_own_tune_finalists(t, 0.04, 8, "c"), (std::vector<std::string>{"b", "e", "c", "d"}));
+}
+#endif
+
+#ifdef LONGMIX_HAVE_CUDA
+// The tuner's choice on a fake timer (host-only): warm-ups, two screening calls each in shuffled
+// turns, the finalists (band, and the fastest -persist variant when asked) to >= 9 calls and
+// >= 40 ms each, the lowest median.
+TEST(FlashOwnTunePick, ScreensInTurnsThenTimesTheFinalists) {
+  const std::vector<std::string> v{"a", "b-persist", "c", "d"};
+  const std::map<std::string, float> ms{{"a", 9.2f}, {"b-persist", 9.5f}, {"c", 9.0f}, {"d", 12.0f}};
+  for (const bool with_persist : {false, true}) {
+    std::vector<std::string> calls;
+    const std::string pick = flash_own_tune_pick(v, with_persist, [&](const std::string& x) {
+      calls.push_back(x);
+      return ms.at(x);
+    });
+    EXPECT_EQ(pick, "c");
+    std::map<std::string, int> n;
+    for (const auto& x : calls) ++n[x];
+    // a and c are within 4% of c; b-persist (5.6% off) joins them only with_persist; d never.
+    EXPECT_EQ(n["d"], 3);
+    EXPECT_EQ(n["c"], 3 + 1 + 9);
+    EXPECT_EQ(n["a"], 3 + 1 + 9);
+    EXPECT_EQ(n["b-persist"], with_persist ? 3 + 1 + 9 : 3);
+    // warm-ups in the list's order, then the screening's first round: every variant once
+    ASSERT_GE(calls.size(), 8u);
+    EXPECT_EQ(std::vector<std::string>(calls.begin(), calls.begin() + 4), v);
+    EXPECT_EQ(std::set<std::string>(calls.begin() + 4, calls.begin() + 8), std::set<std::string>(v.begin(), v.end()));
+  }
+  // Short calls: the finalists run until each has 40 ms of calls (0.5 ms a call: 80 calls).
+  std::map<std::string, int> n;
+  flash_own_tune_pick({"x", "y"}, false, [&](const std::string& x) {
+    ++n[x];
+    return x == "x" ? 0.5f : 0.505f;
+  });
+  EXPECT_EQ(n["x"], 3 + 1 + 80);
+  EXPECT_EQ(n["y"], 3 + 1 + 80);
+  // The median decides, not the best call: y has one very fast call among slow ones.
+  int y_calls = 0;
+  EXPECT_EQ(flash_own_tune_pick({"x", "y"}, false,
+                                [&](const std::string& x) { return x == "x" ? 10.0f : (++y_calls == 5 ? 1.0f : 10.3f); }),
+            "x");
+  EXPECT_EQ(flash_own_tune_pick({"only"}, true, [](const std::string&) -> float { throw std::logic_error("timed"); }),
+            "only");
 }
 #endif
 

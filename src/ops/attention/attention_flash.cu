@@ -89,6 +89,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -1567,6 +1568,58 @@ std::string fastest_persist(const std::vector<std::pair<float, std::string>>& sc
 }
 }  // namespace
 
+std::string flash_own_tune_pick(const std::vector<std::string>& variants, bool with_persist,
+                                const std::function<float(const std::string&)>& call_ms) {
+  LONGMIX_REQUIRE(!variants.empty(), "flash_own_tune_pick: no variants");
+  if (variants.size() == 1) return variants.front();
+  // Screening: one warm-up and two timed calls a variant (in turns); the best of them within 4% of the
+  // fastest (at most four) go on, and with_persist (from kTunePersistMinL on) the fastest persistent variant
+  // with them (the screening's two calls do not separate variants 1-3% apart: in the D = 1024
+  // sweep of 2026-12-06 it dropped -persist at 64k-128k, where the sweep of 2026-12-04 had
+  // picked it and stood 0.7-1.1% closer to cuDNN; bench/NOTES.md, tuner v4c). Final (v4e): the
+  // finalists call by call in shuffled turns (below); the lowest median wins.
+  // The screening's calls in shuffled turns too (v4g): screened variant by variant, in a fixed
+  // order, two of eight sweeps at 128k, H = 16 on 2026-12-07 took -pp-split (85.3 ms) and -pp-e4
+  // (81.9) over ws-128x128 (81.2, 79.9 in the other sweeps). Why they got through the screening
+  // was not measured; the fixed order is the one bias of the kind seen before (NOTES Next 7).
+  std::vector<std::vector<float>> screen_ms(variants.size());
+  for (const auto& v : variants) call_ms(v);  // warm-ups
+  take_turns(
+      variants.size(), [&](std::size_t i) { screen_ms[i].push_back(call_ms(variants[i])); },
+      [&](std::size_t i) { return screen_ms[i].size() >= 2; });
+  std::vector<std::pair<float, std::string>> screened;
+  for (std::size_t i = 0; i < variants.size(); ++i)
+    screened.push_back({*std::min_element(screen_ms[i].begin(), screen_ms[i].end()), variants[i]});
+  const auto finalists = flash_own_tune_finalists(screened, 0.04, 4, with_persist ? fastest_persist(screened) : "");
+  if (finalists.size() == 1) return finalists.front();
+  // Call by call in turns, a fresh order each round (TurnOrder: on a GPU at its power cap a
+  // call's time depends on what ran just before it), until each finalist has kFinalCalls
+  // calls and kFinalMs of them (more calls where calls are short), at most kFinalMaxCalls.
+  constexpr int kFinalCalls = 9, kFinalMaxCalls = 200;
+  constexpr float kFinalMs = 40.0f;
+  std::vector<std::vector<float>> samples(finalists.size());
+  std::vector<float> total(finalists.size(), 0.0f);
+  for (const auto& f : finalists) call_ms(f);  // warm-ups
+  take_turns(
+      finalists.size(),
+      [&](std::size_t f) {
+        samples[f].push_back(call_ms(finalists[f]));
+        total[f] += samples[f].back();
+      },
+      [&](std::size_t f) {
+        const int n = static_cast<int>(samples[f].size());
+        return (n >= kFinalCalls && total[f] >= kFinalMs) || n >= kFinalMaxCalls;
+      });
+  std::string best = finalists.front();
+  float best_med = 1e30f;
+  for (std::size_t f = 0; f < finalists.size(); ++f) {
+    auto& x = samples[f];
+    std::nth_element(x.begin(), x.begin() + x.size() / 2, x.end());
+    if (x[x.size() / 2] < best_med) { best_med = x[x.size() / 2]; best = finalists[f]; }
+  }
+  return best;
+}
+
 std::string flash_own_forced_variant(const AttentionParams& p) {
   const char* env = std::getenv("LONGMIX_FLASH_VARIANT");
   if (!env || !*env) return "";
@@ -1597,7 +1650,7 @@ std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, 
     if (auto it = cache.find(key); it != cache.end()) return it->second;
   }
   if (variants.size() == 1) return variants.front();
-  std::string best = variants.front();
+  std::string best;
   try {
     // q, k, v with the calls' row stride: packed in one buffer of (B, L', ld_in) rows when they
     // fit side by side in a row (the layer's qkv), else one buffer each; o: (B, L', H, d).
@@ -1617,72 +1670,21 @@ std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, 
     cudaEvent_t e0, e1;
     CUDA_CHECK(cudaEventCreate(&e0));
     CUDA_CHECK(cudaEventCreate(&e1));
-    auto time_calls = [&](const std::string& v, int calls, bool warm_up, std::vector<float>& out) {
+    // One call of variant v, timed by CUDA events (the workspace's zeroing before e0); a warm-up
+    // is a call whose time is dropped.
+    auto call_ms = [&](const std::string& v) {
       const Buffer<char> ws = flash_own_workspace(q, v, alloc, s);
       a.workspace = const_cast<char*>(ws.data());
       a.workspace_bytes = ws.bytes();
-      if (warm_up) flash_own_forward(q, t, a, s, v);
-      for (int i = 0; i < calls; ++i) {
-        CUDA_CHECK(cudaEventRecord(e0, s));
-        flash_own_forward(q, t, a, s, v);
-        CUDA_CHECK(cudaEventRecord(e1, s));
-        CUDA_CHECK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        out.push_back(ms);
-      }
+      CUDA_CHECK(cudaEventRecord(e0, s));
+      flash_own_forward(q, t, a, s, v);
+      CUDA_CHECK(cudaEventRecord(e1, s));
+      CUDA_CHECK(cudaEventSynchronize(e1));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      return ms;
     };
-    // Screening: one warm-up and two timed calls a variant (in turns); the best of them within 4% of the
-    // fastest (at most four) go on, and from kTunePersistMinL on the fastest persistent variant
-    // with them (the screening's two calls do not separate variants 1-3% apart: in the D = 1024
-    // sweep of 2026-12-06 it dropped -persist at 64k-128k, where the sweep of 2026-12-04 had
-    // picked it and stood 0.7-1.1% closer to cuDNN; bench/NOTES.md, tuner v4c). Final (v4e): the
-    // finalists call by call in shuffled turns (below); the lowest median wins.
-    // The screening's calls in shuffled turns too (v4g): screened variant by variant, in a fixed
-    // order, two of eight sweeps at 128k, H = 16 on 2026-12-07 took -pp-split (85.3 ms) and -pp-e4
-    // (81.9) over ws-128x128 (81.2, 79.9 in the other sweeps). Why they got through the screening
-    // was not measured; the fixed order is the one bias of the kind seen before (NOTES Next 7).
-    std::vector<std::vector<float>> screen_ms(variants.size());
-    std::vector<float> none;
-    for (const auto& v : variants) time_calls(v, 0, true, none);  // warm-ups
-    take_turns(
-        variants.size(), [&](std::size_t i) { time_calls(variants[i], 1, false, screen_ms[i]); },
-        [&](std::size_t i) { return screen_ms[i].size() >= 2; });
-    std::vector<std::pair<float, std::string>> screened;
-    for (std::size_t i = 0; i < variants.size(); ++i)
-      screened.push_back({*std::min_element(screen_ms[i].begin(), screen_ms[i].end()), variants[i]});
-    const auto finalists =
-        flash_own_tune_finalists(screened, 0.04, 4, q.L >= kTunePersistMinL ? fastest_persist(screened) : "");
-    best = finalists.front();
-    if (finalists.size() > 1) {
-      // Call by call in turns, a fresh order each round (TurnOrder: on a GPU at its power cap a
-      // call's time depends on what ran just before it), until each finalist has kFinalCalls
-      // calls and kFinalMs of them (more calls where calls are short), at most kFinalMaxCalls.
-      constexpr int kFinalCalls = 9, kFinalMaxCalls = 200;
-      constexpr float kFinalMs = 40.0f;
-      std::vector<std::vector<float>> samples(finalists.size());
-      std::vector<float> total(finalists.size(), 0.0f);
-      for (const auto& f : finalists) {
-        std::vector<float> warm;
-        time_calls(f, 0, true, warm);
-      }
-      take_turns(
-          finalists.size(),
-          [&](std::size_t f) {
-            time_calls(finalists[f], 1, false, samples[f]);
-            total[f] += samples[f].back();
-          },
-          [&](std::size_t f) {
-            const int n = static_cast<int>(samples[f].size());
-            return (n >= kFinalCalls && total[f] >= kFinalMs) || n >= kFinalMaxCalls;
-          });
-      float best_med = 1e30f;
-      for (std::size_t f = 0; f < finalists.size(); ++f) {
-        auto& x = samples[f];
-        std::nth_element(x.begin(), x.begin() + x.size() / 2, x.end());
-        if (x[x.size() / 2] < best_med) { best_med = x[x.size() / 2]; best = finalists[f]; }
-      }
-    }
+    best = flash_own_tune_pick(variants, q.L >= kTunePersistMinL, call_ms);
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
   } catch (const OutOfMemory&) {

@@ -6,6 +6,7 @@
 // q, k, v: (B, L, H, d) with rows ld_in elements apart (D for (B, L, H, d), 3D inside the
 // layer's qkv); o: (B, L, H, d) with rows ld_o apart; lse: (B, H, L) fp32.
 #pragma once
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,6 +77,14 @@ Buffer<char> flash_own_workspace(const AttentionParams& p, const std::string& va
 // core scope's 2 KB rows put different variants first (bench/NOTES.md, tuner v4f).
 std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, cudaStream_t s,
                            std::int64_t ld_in = 0);
+// The tuner's choice among `variants` (host-only; flash_own_tune passes one call of a variant
+// timed by CUDA events, the tests a fake): one warm-up call each, then two timed calls each in
+// shuffled turns (the screening); the finalists (flash_own_tune_finalists: within 4% of the
+// fastest, at most four, and with_persist the fastest -persist/-persist-lpt variant too) one
+// warm-up each, then in shuffled turns until each has >= 9 calls and >= 40 ms of them (at most
+// 200); the lowest median wins. call_ms(v): run one call of v, return its time in ms.
+std::string flash_own_tune_pick(const std::vector<std::string>& variants, bool with_persist,
+                                const std::function<float(const std::string&)>& call_ms);
 // LONGMIX_FLASH_VARIANT when set (flash_own_tune then returns it without timing anything: to
 // time one kernel in the sweep's turns), else ""; throws InvalidArgument naming the variants of
 // p when it is not one of them.

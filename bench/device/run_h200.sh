@@ -93,8 +93,9 @@
 #            ways, two rounds (run on the H100 2026-12-07 as "auto" = l2 against "all")
 #   flashpersistncu  ncu (time, SM activity spread, L2 hit rate, DRAM bytes) of the persistent kernels'
 #            12-16% outliers at H = 16 beside the fast cases, and the variant benchmark at 64k, 128k
-#   flashncu  ncu sections (warp stalls, scheduler, pipes) of flash-own's ws-128x128-pp-e4 and of
-#            cuDNN's kernel at 32k, H = 4, d = 64, causal (one launch each)
+#   flashncu  ncu sections (warp stalls, scheduler, pipes, source counters) of $FLASH_NCU_IMPLS
+#            (flash-own's ws-128x128-pp-e4 and cuDNN's kernel) at $FLASH_NCU_L (32k),
+#            $FLASH_NCU_SHAPE (d64h4; d64h16 for D = 1024), causal, one launch each
 #   glue     flash-cudnn layer scope at D = 1024 (H = 16) 4k..128k with PyTorch's cuDNN and FA2
 #            layers in the same call; flash-cudnn core scope at 128k, D = 256 (the memory row)
 # Logs and results go under $OUT (8 files at most come back: results are tarred).
@@ -564,9 +565,9 @@ for stage in "$@"; do
       for impl in ${FLASH_NCU_IMPLS:-ws-128x128-pp-e4 flash-cudnn}; do
         timeout 200 ncu --launch-skip 3 --launch-count 1 --section SpeedOfLight --section LaunchStats \
           --section Occupancy --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
-          --section InstructionStats --section MemoryWorkloadAnalysis \
+          --section InstructionStats --section MemoryWorkloadAnalysis --section SourceCounters \
           --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,regex:sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active,regex:sm__pipe_.*_cycles_active\.avg\.pct_of_peak_sustained_active' \
-          $B/bench_flash_own ${FLASH_NCU_L:-32768} fp16 d64 $impl > $OUT/ncu_flash_$impl.txt 2>&1
+          $B/bench_flash_own ${FLASH_NCU_L:-32768} fp16 ${FLASH_NCU_SHAPE:-d64h4} $impl > $OUT/ncu_flash_$impl.txt 2>&1
         echo "ncu $impl rc=$?" | tee -a $LOG
       done
       ;;

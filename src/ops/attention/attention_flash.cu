@@ -1651,6 +1651,9 @@ std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, 
   }
   if (variants.size() == 1) return variants.front();
   std::string best;
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
   try {
     // q, k, v with the calls' row stride: packed in one buffer of (B, L', ld_in) rows when they
     // fit side by side in a row (the layer's qkv), else one buffer each; o: (B, L', H, d).
@@ -1667,9 +1670,6 @@ std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, 
     FlashOwnArgs a;
     a.q = in.data(); a.k = in.data() + k_off * es; a.v = in.data() + 2 * k_off * es; a.o = out.data();
     a.lse = lse.data(); a.ld_in = ld_in; a.ld_o = q.D();
-    cudaEvent_t e0, e1;
-    CUDA_CHECK(cudaEventCreate(&e0));
-    CUDA_CHECK(cudaEventCreate(&e1));
     // One call of variant v, timed by CUDA events (the workspace's zeroing before e0); a warm-up
     // is a call whose time is dropped.
     auto call_ms = [&](const std::string& v) {
@@ -1685,11 +1685,13 @@ std::string flash_own_tune(const AttentionParams& p, DType t, Allocator& alloc, 
       return ms;
     };
     best = flash_own_tune_pick(variants, q.L >= kTunePersistMinL, call_ms);
+  } catch (const OutOfMemory&) {
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
-  } catch (const OutOfMemory&) {
     return variants.front();  // not cached: a later call with more room may tune
   }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
   std::lock_guard<std::mutex> lock(mu);
   cache[key] = best;
   return best;

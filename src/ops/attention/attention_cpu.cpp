@@ -15,6 +15,12 @@
 //     and the max a conditional without -ffast-math; `omp simd` did not override that), a
 //     4-cycle vmaxss chain a score. 4k, H = 4, 2-core Xeon build machine, same session:
 //     109.5 → 55–58 ms (31% → 62–67% of sgemm).
+//   flash v4: kBlockM = 256 (K/V blocks packed by OpenBLAS once per 256 query rows instead of
+//     128: its packing routines were ~15% of the samples at 8k): bench_cpu_flash, 2-core Xeon,
+//     alternating binaries, two rounds: 4k 62.8–63.0% → 68.1–72.1% of sgemm, 16k 758–767 →
+//     701–726 ms; 512 × 512 level with it (67–68%, 698–709 ms), 256 × 256 no better than v3.
+//     Layer sweep: 4k 60.8–61.8 → 56.0–60.3 ms, 16k 803–828 → 764–785 ms. 590 KB of scratch per
+//     thread.
 #include <omp.h>
 
 #include <algorithm>
@@ -28,7 +34,7 @@
 namespace longmix {
 
 namespace {
-constexpr std::int64_t kBlockM = 128;
+constexpr std::int64_t kBlockM = 256;
 constexpr std::int64_t kBlockN = 512;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;

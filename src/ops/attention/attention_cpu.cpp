@@ -19,7 +19,7 @@
 //     128: its packing routines were ~15% of the samples at 8k): bench_cpu_flash, 2-core Xeon,
 //     alternating binaries, two rounds: 4k 62.8–63.0% → 68.1–72.1% of sgemm, 16k 758–767 →
 //     701–726 ms; 512 × 512 level with it (67–68%, 698–709 ms), 256 × 256 no better than v3.
-//     Layer sweep: 4k 60.8–61.8 → 56.0–60.3 ms, 16k 803–828 → 764–785 ms. 590 KB of scratch per
+//     Layer sweep: 4k 60.8–61.8 → 56.0–60.3 ms, 16k 803–828 → 764–785 ms. 642 KiB of scratch per
 //     thread.
 #include <omp.h>
 

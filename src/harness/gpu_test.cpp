@@ -967,9 +967,8 @@ TEST(GpuFillUniform, InRangeSpreadAndReproducible) {
 // The tuner picks one of its candidates (the "ws-" family on Hopper), and the same one again.
 TEST(GpuFlashOwnTune, PicksACandidateAndCachesIt) {
   REQUIRE_GPU(be);
-  CudaContext ctx;
-  ctx.alloc = &be->allocator();
-  CUDA_CHECK(cudaStreamCreate(&ctx.stream));
+  OwnedCudaContext tc(be->allocator());
+  CudaContext& ctx = tc.ctx;
   for (const std::int64_t d : {64, 128}) {
     const AttentionParams p{1, 3000, 4, d, true, 0};
     const auto cands = flash_own_tune_candidates(p);
@@ -991,7 +990,6 @@ TEST(GpuFlashOwnTune, PicksACandidateAndCachesIt) {
     }
     EXPECT_THROW(flash_own_tune(p, DType::kF16, *ctx.alloc, ctx.stream, p.D() - 1), InvalidArgument);
   }
-  cudaStreamDestroy(ctx.stream);
   be->release_cached();
 }
 
@@ -999,9 +997,8 @@ TEST(GpuFlashOwnTune, PicksACandidateAndCachesIt) {
 // the shape is an error that lists the variants.
 TEST(GpuFlashOwnTune, VariantFromTheEnvironment) {
   REQUIRE_GPU(be);
-  CudaContext ctx;
-  ctx.alloc = &be->allocator();
-  CUDA_CHECK(cudaStreamCreate(&ctx.stream));
+  OwnedCudaContext tc(be->allocator());
+  CudaContext& ctx = tc.ctx;
   const AttentionParams p{1, 2000, 4, 64, true, 0};
   const auto all = flash_own_variants(p);
   ASSERT_FALSE(all.empty());
@@ -1019,7 +1016,6 @@ TEST(GpuFlashOwnTune, VariantFromTheEnvironment) {
   }
   unsetenv("LONGMIX_FLASH_VARIANT");
   EXPECT_EQ(flash_own_forced_variant(p), "");
-  cudaStreamDestroy(ctx.stream);
   be->release_cached();
 }
 #endif

@@ -20,7 +20,9 @@
 //     times through a small buffer), so the time-major z (B, L, C) and the transposing conv
 //     (16% of the samples at 32k) are gone. 2-core Xeon build machine, old / new binary
 //     alternating, two rounds: 4k 19.5–20.6 / 15.0–17.0 ms, 32k 176–180 / 143–145 ms. The core
-//     scope (its input is z itself) keeps the transposing conv.
+//     scope (its input is z itself) transposes z with the tiled transpose and runs the same row
+//     conv, which replaced v2's transposing conv there too: 4k 13.2–13.5 / 11.4 ms, 32k
+//     121–128 / 107–112 ms (same machine, alternating, two rounds).
 #include <fftw3.h>
 #include <omp.h>
 
@@ -120,60 +122,11 @@ HyenaCpuPlan::HyenaCpuPlan(const HyenaView& w, std::int64_t L, bool cache_filter
 HyenaCpuPlan::~HyenaCpuPlan() = default;
 
 namespace {
-// Step 2, short causal depthwise conv, transposing: z (B, L, C) -> zT (B, C, L). A task is one
-// tile of kTc channels × kTt steps: it reads kTt + K - 1 rows of kTc consecutive floats (one
-// cache line at kTc = 16) and writes kTc runs of kTt contiguous floats.
-void short_conv_to_channel_major(const HyenaView& w, std::int64_t B, std::int64_t L,
-                                 const float* z, float* zT) {
-  const std::int64_t C = w.cfg.C(), K = w.cfg.short_filter_order;
-  constexpr std::int64_t kTc = 16, kTt = 64, kMaxTaps = 16;
-  const std::int64_t nct = (C + kTc - 1) / kTc, ntt = (L + kTt - 1) / kTt;
-#pragma omp parallel for collapse(3) schedule(static)
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t cb = 0; cb < nct; ++cb)
-      for (std::int64_t tb = 0; tb < ntt; ++tb) {
-        const std::int64_t c0 = cb * kTc, nc = std::min(kTc, C - c0);
-        const std::int64_t t0 = tb * kTt, nt = std::min(kTt, L - t0);
-        if (nc < kTc || K > kMaxTaps) {  // a partial channel block or a long filter: plain loops
-          for (std::int64_t i = 0; i < nc; ++i)
-            for (std::int64_t tt = 0; tt < nt; ++tt) {
-              const std::int64_t t = t0 + tt, c = c0 + i;
-              float acc = w.short_filter_bias[c];
-              for (std::int64_t j = 0; j < K; ++j)
-                if (t + j - (K - 1) >= 0)
-                  acc += w.short_filter_weight[c * K + j] * z[(b * L + t + j - (K - 1)) * C + c];
-              zT[(b * C + c) * L + t] = acc;
-            }
-          continue;
-        }
-        // Accumulate time-major (16 channels a vector), then write channel-major rows.
-        alignas(64) float acc[kTt][kTc];
-        alignas(64) float wt[kMaxTaps][kTc];
-        for (std::int64_t j = 0; j < K; ++j)
-          for (std::int64_t i = 0; i < kTc; ++i) wt[j][i] = w.short_filter_weight[(c0 + i) * K + j];
-        const float* bias = w.short_filter_bias + c0;
-        for (std::int64_t tt = 0; tt < nt; ++tt) {
-          const std::int64_t t = t0 + tt;
-#pragma omp simd
-          for (std::int64_t i = 0; i < kTc; ++i) acc[tt][i] = bias[i];
-          for (std::int64_t j = std::max<std::int64_t>(0, K - 1 - t); j < K; ++j) {
-            const float* in = z + (b * L + t + j - (K - 1)) * C + c0;
-#pragma omp simd
-            for (std::int64_t i = 0; i < kTc; ++i) acc[tt][i] += wt[j][i] * in[i];
-          }
-        }
-        for (std::int64_t i = 0; i < kTc; ++i) {
-          float* out = zT + (b * C + c0 + i) * L + t0;
-          for (std::int64_t tt = 0; tt < nt; ++tt) out[tt] = acc[tt][i];
-        }
-      }
-}
-
-// The layer's path (v6): in_proj's product already channel-major, zT (B, C, L) without its bias;
-// adds the bias and runs the short conv along each contiguous row, in place. A row goes in
-// blocks of kBlk times through a small buffer that also holds the K − 1 inputs before the block
-// (their row entries are outputs by then); times before 0 are zero.
-void bias_short_conv_rows(const HyenaView& w, std::int64_t B, std::int64_t L, float* zT) {
+// Step 2, short causal depthwise conv on channel-major rows (v6), in place: zT (B, C, L) holds z
+// (bias: in_proj's bias still to add, as the layer's product leaves it; nullptr where z has it).
+// A row goes in blocks of kBlk times through a small buffer that also holds the K − 1 inputs
+// before the block (their row entries are outputs by then); times before 0 are zero.
+void bias_short_conv_rows(const HyenaView& w, std::int64_t B, std::int64_t L, const float* bias, float* zT) {
   const std::int64_t C = w.cfg.C(), K = w.cfg.short_filter_order;
   constexpr std::int64_t kBlk = 1024;
 #pragma omp parallel
@@ -183,7 +136,7 @@ void bias_short_conv_rows(const HyenaView& w, std::int64_t B, std::int64_t L, fl
     for (std::int64_t row = 0; row < B * C; ++row) {
       const std::int64_t c = row % C;
       float* z = zT + row * L;
-      const float bin = w.in_proj_bias[c], sb = w.short_filter_bias[c];
+      const float bin = bias ? bias[c] : 0.0f, sb = w.short_filter_bias[c];
       for (std::int64_t j = 0; j < K; ++j) wt[j] = w.short_filter_weight[c * K + j];
       float* x = tmp.data();
       for (std::int64_t j = 0; j < K - 1; ++j) x[j] = 0.0f;  // z before time 0
@@ -295,7 +248,8 @@ void HyenaCpuPlan::core(std::int64_t B, const float* z, float* yg, Allocator& al
   Buffer<float> yT(alloc, static_cast<std::size_t>(B * D * L));  // (B, D, L)
   {
     Buffer<float> zT(alloc, static_cast<std::size_t>(B * C * L));  // (B, C, L)
-    short_conv_to_channel_major(w_, B, L, z, zT.data());
+    for (std::int64_t b = 0; b < B; ++b) transpose(L, C, z + b * L * C, zT.data() + b * C * L);
+    bias_short_conv_rows(w_, B, L, nullptr, zT.data());
     core_channel_major(B, zT.data(), yT.data(), alloc);
   }
   for (std::int64_t b = 0; b < B; ++b) transpose(D, L, yT.data() + b * D * L, yg + b * L * D);
@@ -311,7 +265,7 @@ void HyenaCpuPlan::forward(std::int64_t B, const float* u, float* y, Allocator& 
     Buffer<float> zT(alloc, static_cast<std::size_t>(B * C * L));  // (B, C, L)
     for (std::int64_t b = 0; b < B; ++b)
       sgemm(false, true, C, L, D, 1.0f, w_.in_proj_weight, D, u + b * L * D, D, 0.0f, zT.data() + b * C * L, L);
-    bias_short_conv_rows(w_, B, L, zT.data());
+    bias_short_conv_rows(w_, B, L, w_.in_proj_bias, zT.data());
     yT = Buffer<float>(alloc, static_cast<std::size_t>(B * D * L));
     core_channel_major(B, zT.data(), yT.data(), alloc);
   }

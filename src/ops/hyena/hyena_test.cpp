@@ -134,26 +134,28 @@ INSTANTIATE_TEST_SUITE_P(Matrix, HyenaShapes,
                          ::testing::Combine(::testing::Values(1, 7, 100, 1000),
                                             ::testing::Values(2, 3), ::testing::Values(8, 24)));
 
-// The short conv's tiled path (16-channel blocks, up to 16 taps) and its plain path (a partial
-// channel block, or more taps) against the float64 reference; L crosses a 64-step tile edge.
+// The short conv's unrolled path (K = 3) and its general one (any K) against the float64
+// reference; L = 2100 crosses two of the row conv's 1024-step blocks (the K − 1 inputs carried
+// over), L = 131 stays inside one.
 TEST(Hyena, ShortFilterOrdersOnBothConvPathsMatchTheReference) {
-  for (int K : {1, 5, 16, 17}) {
-    HyenaConfig cfg;
-    cfg.D = 24;  // C = 72: four full channel blocks and one of 8
-    cfg.short_filter_order = K;
-    cfg.l_max = 200;
-    cfg.filter_order = 16;
-    auto w = HyenaWeights::init(cfg, 11 + K);
-    const std::int64_t B = 2, L = 131;
-    auto u = randn(B * L * cfg.D, 13 + K);
-    const auto ref = reference_hyena(w, B, L, u);
-    CpuAllocator alloc;
-    HyenaCpuPlan plan(view_of(w), L, false, alloc);
-    std::vector<float> y(B * L * cfg.D, NAN);
-    plan.forward(B, u.data(), y.data(), alloc);
-    const auto c = compare(y, ref);
-    EXPECT_TRUE(c.passes(1e-5)) << "K=" << K << " " << c.summary();
-  }
+  for (int K : {1, 3, 5, 16, 17})
+    for (const std::int64_t L : {131, 2100}) {
+      HyenaConfig cfg;
+      cfg.D = 24;  // C = 72
+      cfg.short_filter_order = K;
+      cfg.l_max = L;
+      cfg.filter_order = 16;
+      auto w = HyenaWeights::init(cfg, 11 + K);
+      const std::int64_t B = 2;
+      auto u = randn(B * L * cfg.D, 13 + K);
+      const auto ref = reference_hyena(w, B, L, u);
+      CpuAllocator alloc;
+      HyenaCpuPlan plan(view_of(w), L, false, alloc);
+      std::vector<float> y(B * L * cfg.D, NAN);
+      plan.forward(B, u.data(), y.data(), alloc);
+      const auto c = compare(y, ref);
+      EXPECT_TRUE(c.passes(1e-5)) << "K=" << K << " L=" << L << " " << c.summary();
+    }
 }
 
 TEST(Hyena, DefaultWidthBatchTwoEqualsTwoSingleCalls) {

@@ -96,6 +96,8 @@
 #   flashncu  ncu sections (warp stalls, scheduler, pipes, source counters) of $FLASH_NCU_IMPLS
 #            (flash-own's ws-128x128-pp-e4 and cuDNN's kernel) at $FLASH_NCU_L (32k),
 #            $FLASH_NCU_SHAPE (d64h4; d64h16 for D = 1024), causal, one launch each
+#   gemmcand  the projections' GEMM tuning over 8 (default) and 64 of cuBLASLt's heuristic candidates
+#            (LONGMIX_GEMM_TUNE_CANDIDATES), same binary, same call, two rounds, D = 256 and 1024
 #   glue     flash-cudnn layer scope at D = 1024 (H = 16) 4k..128k with PyTorch's cuDNN and FA2
 #            layers in the same call; flash-cudnn core scope at 128k, D = 256 (the memory row)
 # Logs and results go under $OUT (8 files at most come back: results are tarred).
@@ -111,7 +113,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee -a $L
 # (a bench_hyena_fused build) → FILE. It skips past the plan's GEMM tuning (gemm_tune_cuda: up
 # to 2 × 8 candidates × 4 calls) into the warm-up forwards, which are all alike.
 ncu_fused_forward() {
-  timeout 200 ncu --graph-profiling node --launch-skip 150 --launch-count 24 \
+  timeout 200 ncu --graph-profiling node --launch-skip ${NCU_SKIP:-150} --launch-count 24 \
     --metrics gpu__time_duration.sum,dram__bytes.sum $1 ${3:-131072} 256 fused > $2 2>&1
   echo "ncu $(basename $1) ${3:-131072} rc=$?" | tee -a $LOG
 }
@@ -599,6 +601,23 @@ for stage in "$@"; do
         ncu_fused_forward $bin $OUT/ncu_ab_4k_$(basename $bin).txt 4096
       done
       tar -C $OUT -czf $OUT/ncu_ab.tgz $(cd $OUT && ls ncu_ab_*.txt) && rm -f $OUT/ncu_ab_*.txt
+      ;;
+    gemmcand)  # the projections' GEMM tuning with 8 (the default) and 64 of cuBLASLt's heuristic
+               # candidates (LONGMIX_GEMM_TUNE_CANDIDATES), same binary, same call, two rounds, the
+               # chosen candidates logged (LONGMIX_LOG_GEMM_TUNE), ncu kernel times at 128k of both
+      for round in 1 2; do
+        for n in 8 64; do
+          echo "--- candidates $n round $round" | tee -a $OUT/gemmcand.txt
+          LONGMIX_GEMM_TUNE_CANDIDATES=$n LONGMIX_LOG_GEMM_TUNE=1 timeout 200 $B/bench_hyena_fused \
+            ${GEMMCAND_L:-4096,16384,131072,1048576} 256 fused 2>&1 | tee -a $OUT/gemmcand.txt
+          LONGMIX_GEMM_TUNE_CANDIDATES=$n LONGMIX_LOG_GEMM_TUNE=1 timeout 200 $B/bench_hyena_fused \
+            ${GEMMCAND_L1024:-4096,16384,131072,1048576} 1024 fused 2>&1 | tee -a $OUT/gemmcand.txt
+        done
+      done
+      grep -E "^---|fused |candidate" $OUT/gemmcand.txt | tee -a $LOG
+      for n in 8 64; do
+        NCU_SKIP=$((n * 8 + 150)) LONGMIX_GEMM_TUNE_CANDIDATES=$n ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_gemmcand_$n.txt
+      done
       ;;
     fusedquick)  # hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
       timeout 300 $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths ${FUSED_L:-4k,128k,1M} \

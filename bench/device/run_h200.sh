@@ -96,6 +96,8 @@
 #   flashncu  ncu sections (warp stalls, scheduler, pipes, source counters) of $FLASH_NCU_IMPLS
 #            (flash-own's ws-128x128-pp-e4 and cuDNN's kernel) at $FLASH_NCU_L (32k),
 #            $FLASH_NCU_SHAPE (d64h4; d64h16 for D = 1024), causal, one launch each
+#   tree     flash-own v5 trial (the softmax's reductions as trees) against the chained kernels and
+#            cuDNN, interleaved, d = 64, H = 16 (64k, 128k) and H = 4 (128k), with the flash-own tests
 #   gemmcand  the projections' GEMM tuning over 8 (default) and 64 of cuBLASLt's heuristic candidates
 #            (LONGMIX_GEMM_TUNE_CANDIDATES), same binary, same call, two rounds, D = 256 and 1024
 #   glue     flash-cudnn layer scope at D = 1024 (H = 16) 4k..128k with PyTorch's cuDNN and FA2
@@ -601,6 +603,21 @@ for stage in "$@"; do
         ncu_fused_forward $bin $OUT/ncu_ab_4k_$(basename $bin).txt 4096
       done
       tar -C $OUT -czf $OUT/ncu_ab.tgz $(cd $OUT && ls ncu_ab_*.txt) && rm -f $OUT/ncu_ab_*.txt
+      ;;
+    tree)  # flash-own v5 trial: the softmax's row max and sum as trees (ws-128x128-tree,
+           # ws-128x128-tree-persist) against the same kernels with chains and cuDNN, same binary,
+           # same call: the flash-own tests (every variant against float64), then the variant
+           # benchmark interleaved (d = 64, H = 16 at 64k and 128k, two rounds; H = 4 at 128k)
+      timeout 300 $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*:GpuFlashOwnTune.*:FlashOwnTunePick.*' \
+        > $OUT/gpu_test_flash.log 2>&1
+      echo "flash-own tests rc=$?" | tee -a $LOG
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_flash.log | sort | uniq -c | tee -a $LOG
+      impls=flash-cudnn,ws-128x128,ws-128x128-tree,ws-128x128-persist,ws-128x128-tree-persist
+      for round in 1 2; do
+        timeout 150 $B/bench_flash_own ${TREE_L:-65536,131072} fp16 d64h16 $impls interleaved 2>&1 | tee -a $OUT/tree.txt
+      done
+      timeout 100 $B/bench_flash_own 131072 fp16 d64h4 $impls interleaved 2>&1 | tee -a $OUT/tree.txt
+      grep -E "own:|cudnn" $OUT/tree.txt | tee -a $LOG
       ;;
     gemmcand)  # the projections' GEMM tuning with 8 (the default) and 64 of cuBLASLt's heuristic
                # candidates (LONGMIX_GEMM_TUNE_CANDIDATES), same binary, same call, two rounds, the

@@ -613,7 +613,7 @@ for stage in "$@"; do
       echo "flash-own tests rc=$?" | tee -a $LOG
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_flash.log | sort | uniq -c | tee -a $LOG
       impls=flash-cudnn,ws-128x128,ws-128x128-tree,ws-128x128-persist,ws-128x128-tree-persist
-      for round in 1 2; do
+      for round in $(seq 1 ${TREE_ROUNDS:-2}); do
         timeout 150 $B/bench_flash_own ${TREE_L:-65536,131072} fp16 d64h16 $impls interleaved 2>&1 | tee -a $OUT/tree.txt
       done
       timeout 100 $B/bench_flash_own 131072 fp16 d64h4 $impls interleaved 2>&1 | tee -a $OUT/tree.txt

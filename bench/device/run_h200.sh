@@ -98,8 +98,6 @@
 #            $FLASH_NCU_SHAPE (d64h4; d64h16 for D = 1024), causal, one launch each
 #   tree     flash-own v5 trial (the softmax's reductions as trees) against the chained kernels and
 #            cuDNN, interleaved, d = 64, H = 16 (64k, 128k) and H = 4 (128k), with the flash-own tests
-#   gemmcand  the projections' GEMM tuning over 8 (default) and 64 of cuBLASLt's heuristic candidates
-#            (LONGMIX_GEMM_TUNE_CANDIDATES), same binary, same call, two rounds, D = 256 and 1024
 #   glue     flash-cudnn layer scope at D = 1024 (H = 16) 4k..128k with PyTorch's cuDNN and FA2
 #            layers in the same call; flash-cudnn core scope at 128k, D = 256 (the memory row)
 # Logs and results go under $OUT (8 files at most come back: results are tarred).
@@ -618,23 +616,6 @@ for stage in "$@"; do
       done
       timeout 100 $B/bench_flash_own 131072 fp16 d64h4 $impls interleaved 2>&1 | tee -a $OUT/tree.txt
       grep -E "own:|cudnn" $OUT/tree.txt | tee -a $LOG
-      ;;
-    gemmcand)  # the projections' GEMM tuning with 8 (the default) and 64 of cuBLASLt's heuristic
-               # candidates (LONGMIX_GEMM_TUNE_CANDIDATES), same binary, same call, two rounds, the
-               # chosen candidates logged (LONGMIX_LOG_GEMM_TUNE), ncu kernel times at 128k of both
-      for round in 1 2; do
-        for n in 8 64; do
-          echo "--- candidates $n round $round" | tee -a $OUT/gemmcand.txt
-          LONGMIX_GEMM_TUNE_CANDIDATES=$n LONGMIX_LOG_GEMM_TUNE=1 timeout 200 $B/bench_hyena_fused \
-            ${GEMMCAND_L:-4096,16384,131072,1048576} 256 fused 2>&1 | tee -a $OUT/gemmcand.txt
-          LONGMIX_GEMM_TUNE_CANDIDATES=$n LONGMIX_LOG_GEMM_TUNE=1 timeout 200 $B/bench_hyena_fused \
-            ${GEMMCAND_L1024:-4096,16384,131072,1048576} 1024 fused 2>&1 | tee -a $OUT/gemmcand.txt
-        done
-      done
-      grep -E "^---|fused |candidate" $OUT/gemmcand.txt | tee -a $LOG
-      for n in 8 64; do
-        NCU_SKIP=$((n * 8 + 150)) LONGMIX_GEMM_TUNE_CANDIDATES=$n ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_gemmcand_$n.txt
-      done
       ;;
     fusedquick)  # hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
       timeout 300 $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths ${FUSED_L:-4k,128k,1M} \

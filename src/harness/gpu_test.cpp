@@ -436,7 +436,6 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   EXPECT_EQ(same.col_access, ColAccess::kAuto);
   EXPECT_EQ(same.signal_access, ColAccess::kAuto);
   EXPECT_EQ(same.row_pairs, HyenaFusedOptions::RowPairs::kAuto);
-  EXPECT_EQ(same.gemm_candidates, 8);
   setenv("LONGMIX_FUSED_SPLIT", "tall", 1);
   setenv("LONGMIX_FUSED_ROW", "direct", 1);
   setenv("LONGMIX_FUSED_COL", "tensor", 1);
@@ -445,7 +444,6 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   setenv("LONGMIX_FUSED_ACCESS", "vec8", 1);
   setenv("LONGMIX_FUSED_SIGNAL_ACCESS", "scalar", 1);
   setenv("LONGMIX_FUSED_ROW_PAIRS", "4", 1);
-  setenv("LONGMIX_GEMM_TUNE_CANDIDATES", "64", 1);
   const HyenaFusedOptions set = hyena_fused_options_from_env(base);
   EXPECT_EQ(set.row_pairs, HyenaFusedOptions::RowPairs::kFour);
   EXPECT_EQ(set.overlap, Overlap::kOff);
@@ -455,7 +453,6 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   EXPECT_EQ(set.row_fft, RowFft::kTensorDirect);
   EXPECT_EQ(set.col_fft, ColFft::kTensor);
   EXPECT_TRUE(set.tune_gemm);
-  EXPECT_EQ(set.gemm_candidates, 64);
   setenv("LONGMIX_FUSED_COL", "tensr", 1);
   try {
     hyena_fused_options_from_env(base);

@@ -453,7 +453,7 @@ struct HyenaFusedPlan::Impl {
       for (int which = 0; which < 2; ++which) {
         const GemmArgs g = which == 0 ? in_proj_args(0, n2, count, rows, R1(), R0())
                                       : out_proj_args(0, n2, count, rows, R1(), R0());
-        const GemmTuning r = gemm_tune_cuda(t, g, ctx, flush, flush_bytes, opt.gemm_candidates);
+        const GemmTuning r = gemm_tune_cuda(t, g, ctx, flush, flush_bytes);
         if (log)
           std::fprintf(stderr, "hyena-fused L=%lld D=%lld %s: %d batches of %lldx%lldx%lld: heuristic %.4f ms, "
                        "candidate %d of %d %.4f ms\n", static_cast<long long>(L), static_cast<long long>(D),
@@ -661,8 +661,6 @@ HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt) {
                      {{"cufftdx", ColFft::kCufftdx}, {"auto", ColFft::kAuto}, {"tensor", ColFft::kTensor}},
                      &opt.col_fft);
   env_choice<bool>("LONGMIX_GEMM_TUNE", {{"0", false}, {"1", true}}, &opt.tune_gemm);
-  env_choice<int>("LONGMIX_GEMM_TUNE_CANDIDATES", {{"8", 8}, {"16", 16}, {"32", 32}, {"64", 64}},
-                  &opt.gemm_candidates);
   using Overlap = HyenaFusedOptions::Overlap;
   env_choice<Overlap>("LONGMIX_FUSED_OVERLAP", {{"off", Overlap::kOff}, {"auto", Overlap::kAuto}, {"on", Overlap::kOn}},
                       &opt.overlap);

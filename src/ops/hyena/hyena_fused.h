@@ -73,7 +73,6 @@ struct HyenaFusedOptions {
   bool fp16_spectra = true;  // intermediates between FFT passes as __half2 (else float2)
   bool graph = true;         // replay the forward as one CUDA graph
   bool tune_gemm = true;     // time cuBLASLt's candidates for the projections' shapes at plan time
-  int gemm_candidates = 8;   // how many of the heuristic's candidates that timing tries (1-64)
   // The FFT split where N is an odd power of two up to 32768 (L ≤ 16k): wide N2 = 2·N1, or tall
   // N1 = 2·N2 (R = L/N2 doubles: the projections' strided batches twice as tall). Auto: tall from
   // D = 512 on (measured on the H200, D = 1024: 0.214 against 0.238 ms at 4k; D = 256: 0.061
@@ -182,14 +181,12 @@ inline bool hyena_fused_signal_uses_vec8(const HyenaFusedOptions& o, std::int64_
 // LONGMIX_FUSED_COL=cufftdx|auto|tensor, LONGMIX_FUSED_OVERLAP=off|auto|on,
 // LONGMIX_FUSED_ACCESS=auto|scalar|vec8, LONGMIX_FUSED_SIGNAL_ACCESS=auto|scalar|vec8,
 // LONGMIX_FUSED_ROW_PAIRS=auto|1|2|4,
-// LONGMIX_GEMM_TUNE=0 (the heuristic's first choices), LONGMIX_GEMM_TUNE_CANDIDATES=8|16|32|64
-// (how many of the heuristic's candidates the plan times). A value it does not know is an error.
+// LONGMIX_GEMM_TUNE=0 (the heuristic's first choices). A value it does not know is an error.
 HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt = {});
 // The names of those switches (for logs that say what ran, and tests that clear them).
 inline constexpr const char* kHyenaFusedEnvSwitches[] = {
     "LONGMIX_FUSED_SPLIT",  "LONGMIX_FUSED_ROW",           "LONGMIX_FUSED_COL", "LONGMIX_FUSED_OVERLAP",
-    "LONGMIX_FUSED_ACCESS", "LONGMIX_FUSED_SIGNAL_ACCESS", "LONGMIX_FUSED_ROW_PAIRS", "LONGMIX_GEMM_TUNE",
-    "LONGMIX_GEMM_TUNE_CANDIDATES"};
+    "LONGMIX_FUSED_ACCESS", "LONGMIX_FUSED_SIGNAL_ACCESS", "LONGMIX_FUSED_ROW_PAIRS", "LONGMIX_GEMM_TUNE"};
 
 // Whether a plan of length L with these options runs the filter's path on the second stream:
 // never with the filter cached (there is none per call), else as opt.overlap says (auto: L up to

@@ -606,7 +606,7 @@ for stage in "$@"; do
            # ws-128x128-tree-persist) against the same kernels with chains and cuDNN, same binary,
            # same call: the flash-own tests (every variant against float64), then the variant
            # benchmark interleaved (d = 64, H = 16 at 64k and 128k, two rounds; H = 4 at 128k)
-      timeout 300 $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*:GpuFlashOwnTune.*:FlashOwnTunePick.*' \
+      timeout ${TREE_TEST_S:-300} $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*:GpuFlashOwnTune.*:FlashOwnTunePick.*' \
         > $OUT/gpu_test_flash.log 2>&1
       echo "flash-own tests rc=$?" | tee -a $LOG
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_flash.log | sort | uniq -c | tee -a $LOG

@@ -96,8 +96,6 @@
 #   flashncu  ncu sections (warp stalls, scheduler, pipes, source counters) of $FLASH_NCU_IMPLS
 #            (flash-own's ws-128x128-pp-e4 and cuDNN's kernel) at $FLASH_NCU_L (32k),
 #            $FLASH_NCU_SHAPE (d64h4; d64h16 for D = 1024), causal, one launch each
-#   tree     flash-own v5 trial (the softmax's reductions as trees) against the chained kernels and
-#            cuDNN, interleaved, d = 64, H = 16 (64k, 128k) and H = 4 (128k), with the flash-own tests
 #   glue     flash-cudnn layer scope at D = 1024 (H = 16) 4k..128k with PyTorch's cuDNN and FA2
 #            layers in the same call; flash-cudnn core scope at 128k, D = 256 (the memory row)
 # Logs and results go under $OUT (8 files at most come back: results are tarred).
@@ -601,21 +599,6 @@ for stage in "$@"; do
         ncu_fused_forward $bin $OUT/ncu_ab_4k_$(basename $bin).txt 4096
       done
       tar -C $OUT -czf $OUT/ncu_ab.tgz $(cd $OUT && ls ncu_ab_*.txt) && rm -f $OUT/ncu_ab_*.txt
-      ;;
-    tree)  # flash-own v5 trial: the softmax's row max and sum as trees (ws-128x128-tree,
-           # ws-128x128-tree-persist) against the same kernels with chains and cuDNN, same binary,
-           # same call: the flash-own tests (every variant against float64), then the variant
-           # benchmark interleaved (d = 64, H = 16 at 64k and 128k, two rounds; H = 4 at 128k)
-      timeout ${TREE_TEST_S:-300} $B/gpu_test --gtest_filter='Variants/GpuFlashOwn.*:GpuFlashOwnTune.*:FlashOwnTunePick.*' \
-        > $OUT/gpu_test_flash.log 2>&1
-      echo "flash-own tests rc=$?" | tee -a $LOG
-      grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]" $OUT/gpu_test_flash.log | sort | uniq -c | tee -a $LOG
-      impls=flash-cudnn,ws-128x128,ws-128x128-tree,ws-128x128-persist,ws-128x128-tree-persist
-      for round in $(seq 1 ${TREE_ROUNDS:-2}); do
-        timeout 150 $B/bench_flash_own ${TREE_L:-65536,131072} fp16 d64h16 $impls interleaved 2>&1 | tee -a $OUT/tree.txt
-      done
-      timeout 100 $B/bench_flash_own 131072 fp16 d64h4 $impls interleaved 2>&1 | tee -a $OUT/tree.txt
-      grep -E "own:|cudnn" $OUT/tree.txt | tee -a $LOG
       ;;
     fusedquick)  # hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
       timeout 300 $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths ${FUSED_L:-4k,128k,1M} \

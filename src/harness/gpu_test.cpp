@@ -980,7 +980,6 @@ TEST(GpuFlashOwnTune, PicksACandidateAndCachesIt) {
       if (cc_major == 9) {
         EXPECT_EQ(v.rfind("ws-", 0), 0u) << v;
       }
-      EXPECT_EQ(v.find("-tree"), std::string::npos) << v << ": a trial variant is not a tuner candidate";
     }
     // Separate q, k, v (rows D apart) and the layer's packed qkv (rows 3·D apart): each layout is
     // tuned and cached on its own.

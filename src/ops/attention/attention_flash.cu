@@ -581,11 +581,7 @@ __device__ __forceinline__ void issue_pv(float (&o)[Tr::kHeadDim / 2], const std
 // O and l carry the same reference, so O / l and the LSE are unchanged) and the correction is
 // exactly 1 on most tiles, where the O rescale is skipped.
 constexpr float kLazyLog2 = 8.0f;
-// kTree: the row max and the row sum as trees (four partial maxima and sums a row, combined at
-// the end) instead of one chain of 16 dependent FMNMX and 32 dependent FADD a row; ncu of
-// ws-128x128 at 128k, H = 16 on an H100 put 1.54 warp-cycles an issued instruction in "wait"
-// (fixed-latency dependencies) against cuDNN's 0.89.
-template <class Tr, typename T, bool kMask, bool kCausal, int kPolyEvery = 0, bool kLazy = false, bool kTree = false>
+template <class Tr, typename T, bool kMask, bool kCausal, int kPolyEvery = 0, bool kLazy = false>
 __device__ __forceinline__ void softmax_tile_impl(const float (&s)[64], std::uint32_t (&pa)[8][4], float (&row_m)[2],
                                                   float (&row_l)[2], float (&corr)[2], int n0, int row_base, int L,
                                                   float scale_log2) {
@@ -602,17 +598,8 @@ __device__ __forceinline__ void softmax_tile_impl(const float (&s)[64], std::uin
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float mx = -INFINITY;
-    if constexpr (kTree) {
-      float m4[4];
 #pragma unroll
-      for (int k = 0; k < 4; ++k) m4[k] = fmaxf(val(k, 2 * r), val(k, 2 * r + 1));
-#pragma unroll
-      for (int j = 4; j < 16; ++j) m4[j % 4] = fmaxf(m4[j % 4], fmaxf(val(j, 2 * r), val(j, 2 * r + 1)));
-      mx = fmaxf(fmaxf(m4[0], m4[1]), fmaxf(m4[2], m4[3]));
-    } else {
-#pragma unroll
-      for (int j = 0; j < 16; ++j) mx = fmaxf(mx, fmaxf(val(j, 2 * r), val(j, 2 * r + 1)));
-    }
+    for (int j = 0; j < 16; ++j) mx = fmaxf(mx, fmaxf(val(j, 2 * r), val(j, 2 * r + 1)));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     const float mx_s = mx * scale_log2;
@@ -623,8 +610,7 @@ __device__ __forceinline__ void softmax_tile_impl(const float (&s)[64], std::uin
     corr[r] = kLazy && m_new == row_m[r] ? 1.0f : fast_exp2(row_m[r] - m_use[r]);
     row_m[r] = m_new;
   }
-  // Row r's partial sums: one (kTree: four, by column group j % 2 and element i % 2).
-  float sum[2][4] = {};
+  float sum[2] = {0.0f, 0.0f};
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
     float e[4];
@@ -634,28 +620,23 @@ __device__ __forceinline__ void softmax_tile_impl(const float (&s)[64], std::uin
       // Every kPolyEvery-th n8 column group on the FMA pipe (0: none).
       if constexpr (kPolyEvery > 0) e[i] = j % kPolyEvery == kPolyEvery - 1 ? poly_exp2(x) : fast_exp2(x);
       else e[i] = fast_exp2(x);
-      sum[i / 2][kTree ? 2 * (j & 1) + (i & 1) : 0] += e[i];
+      sum[i / 2] += e[i];
     }
     pa[j / 2][(j & 1) * 2 + 0] = pack2<T>(e[0], e[1]);
     pa[j / 2][(j & 1) * 2 + 1] = pack2<T>(e[2], e[3]);
   }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const float tot = kTree ? (sum[r][0] + sum[r][1]) + (sum[r][2] + sum[r][3]) : sum[r][0];
-    row_l[r] = row_l[r] * corr[r] + tot;
-  }
+  row_l[0] = row_l[0] * corr[0] + sum[0];
+  row_l[1] = row_l[1] * corr[1] + sum[1];
 }
 
-template <class Tr, typename T, bool kCausal, int kPolyEvery = 0, bool kLazy = false, bool kTree = false>
+template <class Tr, typename T, bool kCausal, int kPolyEvery = 0, bool kLazy = false>
 __device__ __forceinline__ void softmax_tile(const float (&s)[64], std::uint32_t (&pa)[8][4], float (&row_m)[2],
                                              float (&row_l)[2], float (&corr)[2], int n0, int row_base, int L,
                                              int m0, float scale_log2) {
   if (n0 + Tr::kBlockN > L || (kCausal && n0 + Tr::kBlockN - 1 > m0))
-    softmax_tile_impl<Tr, T, true, kCausal, kPolyEvery, kLazy, kTree>(s, pa, row_m, row_l, corr, n0, row_base, L,
-                                                                      scale_log2);
+    softmax_tile_impl<Tr, T, true, kCausal, kPolyEvery, kLazy>(s, pa, row_m, row_l, corr, n0, row_base, L, scale_log2);
   else
-    softmax_tile_impl<Tr, T, false, kCausal, kPolyEvery, kLazy, kTree>(s, pa, row_m, row_l, corr, n0, row_base, L,
-                                                                       scale_log2);
+    softmax_tile_impl<Tr, T, false, kCausal, kPolyEvery, kLazy>(s, pa, row_m, row_l, corr, n0, row_base, L, scale_log2);
 }
 
 template <int kD>
@@ -806,12 +787,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) flash_fwd_wgmma_
 // registers: producer 24, consumers 240 (24·128 + 240·256 = 64512 = 168·384). kPingPong orders the two
 // consumers' matrix products with two named barriers (one's products issue while the other runs its
 // softmax), FlashAttention-3's inter-warpgroup overlap.
-template <int kHeadDim_, int kStages_, bool kPingPong_, int kPolyEvery_ = 0, bool kPersist_ = false,
-          bool kTree_ = false>
+template <int kHeadDim_, int kStages_, bool kPingPong_, int kPolyEvery_ = 0, bool kPersist_ = false>
 struct WsTraits {
   static constexpr int kHeadDim = kHeadDim_, kStages = kStages_;
   static constexpr bool kPingPong = kPingPong_;
-  static constexpr bool kTree = kTree_;  // the softmax's row max and sum as trees (softmax_tile_impl)
   static constexpr int kPolyEvery = kPolyEvery_;  // every kPolyEvery-th column group's exp2 on the FMA pipe
   static constexpr bool kPersist = kPersist_;     // one CTA per SM looping over items (PersistPlan)
   static constexpr int kQBufs = kPersist ? 2 : 1;  // the next item's Q loads while this one runs
@@ -1081,7 +1060,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     wgmma_wait<0>();
     fence_regs(s);
     mbar_arrive(empty_k(kv % kS));
-    softmax_tile<Tr, T, kCausal, Tr::kPolyEvery, true, Tr::kTree>(s, pa, row_m, row_l, corr, n0_of(w, 0), row_base, L, m0, p.scale_log2);
+    softmax_tile<Tr, T, kCausal, Tr::kPolyEvery, true>(s, pa, row_m, row_l, corr, n0_of(w, 0), row_base, L, m0, p.scale_log2);
     // Iteration i: PV(i) with pc and QKᵀ(i + 1) issued, the softmax of i + 1 into pn under PV(i).
     constexpr bool kAlternate = kD == 64;
     auto step = [&](int i, std::uint32_t (&pc)[8][4], std::uint32_t (&pn)[8][4]) {
@@ -1097,7 +1076,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         wgmma_wait<1>();  // S(i+1) is in; PV(i) may still run
         fence_regs(s);
         mbar_arrive(empty_k(st1));
-        softmax_tile<Tr, T, kCausal, Tr::kPolyEvery, true, Tr::kTree>(s, pn, row_m, row_l, corr, n0_of(w, i + 1), row_base, L, m0,
+        softmax_tile<Tr, T, kCausal, Tr::kPolyEvery, true>(s, pn, row_m, row_l, corr, n0_of(w, i + 1), row_base, L, m0,
                                                            p.scale_log2);
         finish_pv<kD, true>(o, corr);
         if constexpr (!kAlternate) take_p(pc, pn);
@@ -1392,10 +1371,6 @@ using WsD64PE4S3 = WsTraits<64, 3, true, 4>;
 // items head-major, or (-lpt) every head's longest query block first.
 using WsD64Pers = WsTraits<64, 2, false, 0, true>;
 using WsD64PPers = WsTraits<64, 2, true, 0, true>;
-// Trial (v5, not among the tuner's candidates until measured: is_trial): the softmax's reductions
-// as trees.
-using WsD64T = WsTraits<64, 2, false, 0, false, true>;
-using WsD64PersT = WsTraits<64, 2, false, 0, true, true>;
 using WsD128PPers = WsTraits<128, 2, true, 0, true>;
 
 // Every variant: head dim, name, whether it needs Hopper (wgmma, TMA), launcher. Listed in the
@@ -1419,8 +1394,6 @@ const Variant kVariants[] = {
     {64, "ws-128x128-pp-persist", true, dispatch_ws<WsD64PPers, false>},
     {64, "ws-128x128-persist-lpt", true, dispatch_ws<WsD64Pers, false, true>},
     {64, "ws-128x128-pp-persist-lpt", true, dispatch_ws<WsD64PPers, false, true>},
-    {64, "ws-128x128-tree", true, dispatch_ws<WsD64T, false>},
-    {64, "ws-128x128-tree-persist", true, dispatch_ws<WsD64PersT, false>},
     {64, "wgmma-64x128-ovl", true, dispatch<WgD64C, true>},
     {64, "wgmma-64x128", true, dispatch<WgD64D, true>},
     {64, "wgmma-128x128-ovl", true, dispatch<WgD64B, true>},
@@ -1456,8 +1429,6 @@ bool is_split(const std::string& v) { return ends_with(v, "-split"); }
 // The warp-specialised TMA family (v3), Hopper only.
 bool is_ws(const std::string& v) { return v.rfind("ws-", 0) == 0; }
 bool is_persist(const std::string& v) { return ends_with(v, "-persist") || ends_with(v, "-persist-lpt"); }
-// Variants being measured, not yet among the tuner's candidates (LONGMIX_FLASH_VARIANT runs them).
-bool is_trial(const std::string& v) { return v.find("-tree") != std::string::npos; }
 // The first variant of p's head dim (the one "" names).
 std::string default_variant(const AttentionParams& p) {
   const auto v = flash_own_variants(p);
@@ -1549,7 +1520,7 @@ std::vector<std::string> flash_own_tune_candidates(const AttentionParams& p) {
   std::vector<std::string> all = flash_own_variants(p), ws;
   if (!wgmma_usable()) return all;
   for (const auto& v : all)
-    if (is_ws(v) && !is_trial(v)) ws.push_back(v);
+    if (is_ws(v)) ws.push_back(v);
   return ws.empty() ? all : ws;
 }
 

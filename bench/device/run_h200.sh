@@ -96,6 +96,9 @@
 #   flashncu  ncu sections (warp stalls, scheduler, pipes, source counters) of $FLASH_NCU_IMPLS
 #            (flash-own's ws-128x128-pp-e4 and cuDNN's kernel) at $FLASH_NCU_L (32k),
 #            $FLASH_NCU_SHAPE (d64h4; d64h16 for D = 1024), causal, one launch each
+#   gemmenum  v20: the projections' GEMM tuning with cuBLASLt's enumerated configurations
+#            (LONGMIX_GEMM_TUNE=enumerate) against the heuristic's candidates (=1), same binary, same
+#            call, two rounds, D = 256 and 1024, the choices logged; GpuGemmTune; ncu at 128k
 #   glue     flash-cudnn layer scope at D = 1024 (H = 16) 4k..128k with PyTorch's cuDNN and FA2
 #            layers in the same call; flash-cudnn core scope at 128k, D = 256 (the memory row)
 # Logs and results go under $OUT (8 files at most come back: results are tarred).
@@ -599,6 +602,24 @@ for stage in "$@"; do
         ncu_fused_forward $bin $OUT/ncu_ab_4k_$(basename $bin).txt 4096
       done
       tar -C $OUT -czf $OUT/ncu_ab.tgz $(cd $OUT && ls ncu_ab_*.txt) && rm -f $OUT/ncu_ab_*.txt
+      ;;
+    gemmenum)  # v20: the projections' GEMM tuning over the heuristic's candidates (LONGMIX_GEMM_TUNE=1,
+               # the default) and also over every configuration cuBLASLt enumerates (=enumerate),
+               # same binary, same call, two rounds, the choices logged; its GPU test; ncu at 128k
+      timeout 120 $B/gpu_test --gtest_filter='GpuGemmTune.*:HyenaFusedOptionsFromEnv.*' 2>&1 | \
+        tee $OUT/gpu_test_gemm.log | grep -E "gemm_tune_cuda|PASSED|FAILED|Failure" | tee -a $LOG
+      for round in 1 2; do
+        for m in 1 enumerate; do
+          echo "--- LONGMIX_GEMM_TUNE=$m round $round" | tee -a $OUT/gemmenum.txt
+          LONGMIX_GEMM_TUNE=$m LONGMIX_LOG_GEMM_TUNE=1 timeout 200 $B/bench_hyena_fused \
+            ${GEMMENUM_L:-4096,16384,131072,1048576} 256 fused 2>&1 | tee -a $OUT/gemmenum.txt
+          LONGMIX_GEMM_TUNE=$m LONGMIX_LOG_GEMM_TUNE=1 timeout 200 $B/bench_hyena_fused \
+            ${GEMMENUM_L1024:-4096,16384,131072,1048576} 1024 fused 2>&1 | tee -a $OUT/gemmenum.txt
+        done
+      done
+      grep -E "^---|fused |candidate" $OUT/gemmenum.txt | tee -a $LOG
+      ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_gemmenum_1.txt
+      LONGMIX_GEMM_TUNE=enumerate NCU_SKIP=2500 ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_gemmenum_enumerate.txt
       ;;
     fusedquick)  # hyena-fused and hyena-cuda at 4k, 128k, 1M (D = 256), no peers
       timeout 300 $B/longmix sweep --ops hyena --impls hyena-fused,hyena-cuda --lengths ${FUSED_L:-4k,128k,1M} \

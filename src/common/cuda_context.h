@@ -47,14 +47,26 @@ void gemm_cuda(DType t, const GemmArgs& g, CudaContext& ctx);
 // the one gemm_cuda uses for that shape from then on. Times are the best of three calls, each
 // after writing flush_bytes at flush (memory disjoint from the operands; a region larger than
 // L2 makes the operands come from DRAM, as they do inside a forward).
+//
+// enumerate: also every configuration cuBLASLt enumerates for the types (algorithm ids × their
+// tiles × stages × cluster shapes auto, 1×1, 2×1, 1×2 × CTA swizzling; no split-K) that
+// cublasLtMatmulAlgoCheck accepts for the shape within the workspace, at most
+// kGemmEnumerateMax of them (evenly spaced when there are more): each is screened with one
+// timed call, and the eight fastest of heuristic and enumerated together get the three calls.
+// The heuristic offers at most 8 algorithms for the hyena-fused projections' shapes
+// (bench/NOTES.md, v19).
 struct GemmTuning {
   int candidates = 0;         // algorithms the heuristic offered
-  int chosen = -1;            // index of the fastest (0: the heuristic's first choice)
+  int enumerated = 0;         // enumerated configurations accepted for the shape (enumerate only)
+  int chosen = -1;            // index of the fastest (0: the heuristic's first choice; from
+                              // `candidates` on: an enumerated one)
   float heuristic_ms = -1.0f;  // the first choice's time (-1: it could not run)
   float chosen_ms = -1.0f;
+  std::string chosen_config;  // algorithm id, tile, stages, cluster shape, swizzle of the choice
 };
+constexpr int kGemmEnumerateMax = 384;
 GemmTuning gemm_tune_cuda(DType t, const GemmArgs& g, CudaContext& ctx, void* flush = nullptr,
-                          std::size_t flush_bytes = 0, int candidates = 8);
+                          std::size_t flush_bytes = 0, int candidates = 8, bool enumerate = false);
 
 // Y (M, N) = X (M, K) · W (N, K)ᵀ (+ bias (N), dtype t) in dtype t with fp32 accumulation.
 void linear_cuda(DType t, std::int64_t M, std::int64_t N, std::int64_t K, const void* X, const void* W,

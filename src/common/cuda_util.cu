@@ -4,6 +4,7 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -129,16 +130,127 @@ void gemm_cuda(DType t, const GemmArgs& g, CudaContext& ctx) {
   CUBLAS_CHECK(run_lt(p, p.algo, g, ctx));
 }
 
+namespace {
+// The enumerable configurations of the plan's types that cublasLtMatmulAlgoCheck accepts for its
+// shape within ws bytes of workspace (gemm_tune_cuda's `enumerate`; split-K left at its default of
+// none), at most max_configs of them,
+// evenly spaced over the accepted ones when there are more.
+std::vector<cublasLtMatmulAlgo_t> enumerated_algos(cublasLtHandle_t lt, const LtPlan& p, const LtKey& k,
+                                                   std::size_t max_configs) {
+  const cudaDataType_t ct = cuda_dtype(static_cast<DType>(k.t));
+  int ids[128], n_ids = 0;
+  if (cublasLtMatmulAlgoGetIds(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, ct, ct, ct, ct, 128, ids, &n_ids) !=
+      CUBLAS_STATUS_SUCCESS)
+    return {};
+  int dev = 0, cluster_launch = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, dev));
+  std::vector<std::uint16_t> clusters = {CUBLASLT_CLUSTER_SHAPE_AUTO};
+  if (cluster_launch)
+    clusters.insert(clusters.end(), {static_cast<std::uint16_t>(CUBLASLT_CLUSTER_SHAPE_1x1x1),
+                                     static_cast<std::uint16_t>(CUBLASLT_CLUSTER_SHAPE_2x1x1),
+                                     static_cast<std::uint16_t>(CUBLASLT_CLUSTER_SHAPE_1x2x1)});
+  // A capability list (tiles, stages) of algo, {fallback} when it has none.
+  auto cap_list = [](const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr, int fallback) {
+    std::size_t bytes = 0;
+    std::vector<int> v;
+    if (cublasLtMatmulAlgoCapGetAttribute(&algo, attr, nullptr, 0, &bytes) == CUBLAS_STATUS_SUCCESS && bytes) {
+      v.resize(bytes / sizeof(int));
+      if (cublasLtMatmulAlgoCapGetAttribute(&algo, attr, v.data(), bytes, &bytes) != CUBLAS_STATUS_SUCCESS) v.clear();
+    }
+    if (v.empty()) v.push_back(fallback);
+    return v;
+  };
+  std::vector<cublasLtMatmulAlgo_t> ok;
+  for (int i = 0; i < n_ids; ++i) {
+    cublasLtMatmulAlgo_t algo;
+    if (cublasLtMatmulAlgoInit(lt, CUBLAS_COMPUTE_32F, CUDA_R_32F, ct, ct, ct, ct, ids[i], &algo) !=
+        CUBLAS_STATUS_SUCCESS)
+      continue;
+    const std::vector<int> tiles = cap_list(algo, CUBLASLT_ALGO_CAP_TILE_IDS, CUBLASLT_MATMUL_TILE_UNDEFINED);
+    const std::vector<int> stages = cap_list(algo, CUBLASLT_ALGO_CAP_STAGES_IDS, CUBLASLT_MATMUL_STAGES_UNDEFINED);
+    std::uint32_t swizzle_max = 0;
+    std::size_t w = 0;
+    if (cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT, &swizzle_max,
+                                          sizeof(swizzle_max), &w) != CUBLAS_STATUS_SUCCESS)
+      swizzle_max = 0;
+    for (const int tile : tiles)
+      for (const int stage : stages)
+        for (const std::uint16_t cl : clusters)
+          for (std::uint32_t sw = 0; sw <= std::min<std::uint32_t>(swizzle_max, 1); ++sw) {
+            cublasLtMatmulAlgo_t a = algo;
+            const std::uint32_t tile_u = static_cast<std::uint32_t>(tile), stage_u = static_cast<std::uint32_t>(stage);
+            if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile_u, sizeof(tile_u)) ||
+                cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stage_u, sizeof(stage_u)) ||
+                cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cl, sizeof(cl)) ||
+                cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &sw, sizeof(sw)))
+              continue;
+            cublasLtMatmulHeuristicResult_t r{};
+            if (cublasLtMatmulAlgoCheck(lt, p.op, p.a, p.b, p.d, p.d, &a, &r) == CUBLAS_STATUS_SUCCESS &&
+                r.workspaceSize <= k.ws)
+              ok.push_back(a);
+          }
+  }
+  if (ok.size() <= max_configs) return ok;
+  std::vector<cublasLtMatmulAlgo_t> picked;
+  for (std::size_t j = 0; j < max_configs; ++j) picked.push_back(ok[j * ok.size() / max_configs]);
+  return picked;
+}
+
+std::string describe_algo(const cublasLtMatmulAlgo_t& a) {
+  auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr, auto zero) {
+    decltype(zero) v = zero;
+    std::size_t w = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&a, attr, &v, sizeof(v), &w);
+    return static_cast<long long>(v);
+  };
+  return detail::concat("algo ", get(CUBLASLT_ALGO_CONFIG_ID, std::int32_t{0}), " tile ",
+                        get(CUBLASLT_ALGO_CONFIG_TILE_ID, std::uint32_t{0}), " stages ",
+                        get(CUBLASLT_ALGO_CONFIG_STAGES_ID, std::uint32_t{0}), " cluster ",
+                        get(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, std::uint16_t{0}), " swizzle ",
+                        get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, std::uint32_t{0}));
+}
+}  // namespace
+
 GemmTuning gemm_tune_cuda(DType t, const GemmArgs& g, CudaContext& ctx, void* flush, std::size_t flush_bytes,
-                          int candidates) {
+                          int candidates, bool enumerate) {
   GemmTuning res;
   if (g.m == 0 || g.n == 0 || g.batch == 0) return res;
   const LtKey key = key_of(t, g, ctx);
   LtPlan& p = lt_plan(lt_of(ctx), key);
   const auto cands = heuristics(lt_of(ctx), p, key, std::max(1, candidates));
+  std::vector<cublasLtMatmulAlgo_t> pool;  // the heuristic's usable ones, then the enumerated
+  std::vector<int> index;                  // each one's index for GemmTuning::chosen
+  for (std::size_t i = 0; i < cands.size(); ++i)
+    if (cands[i].state == CUBLAS_STATUS_SUCCESS && cands[i].workspaceSize <= ctx.workspace_bytes) {
+      pool.push_back(cands[i].algo);
+      index.push_back(static_cast<int>(i));
+    }
+  if (enumerate) {
+    const auto more = enumerated_algos(lt_of(ctx), p, key, kGemmEnumerateMax);
+    res.enumerated = static_cast<int>(more.size());
+    for (std::size_t j = 0; j < more.size(); ++j) {
+      pool.push_back(more[j]);
+      index.push_back(static_cast<int>(cands.size() + j));
+    }
+  }
   cudaEvent_t e0, e1;
   CUDA_CHECK(cudaEventCreate(&e0));
   CUDA_CHECK(cudaEventCreate(&e1));
+  // One call after a flush, timed; -1 when the algorithm cannot run here.
+  const auto one_ms = [&](const cublasLtMatmulAlgo_t& algo) -> float {
+    if (flush_bytes) CUDA_CHECK(cudaMemsetAsync(flush, 0x5a, flush_bytes, ctx.stream));
+    CUDA_CHECK(cudaEventRecord(e0, ctx.stream));
+    if (run_lt(p, algo, g, ctx) != CUBLAS_STATUS_SUCCESS) {
+      CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+      return -1.0f;
+    }
+    CUDA_CHECK(cudaEventRecord(e1, ctx.stream));
+    CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    return ms;
+  };
   const auto time_ms = [&](const cublasLtMatmulAlgo_t& algo) -> float {
     if (run_lt(p, algo, g, ctx) != CUBLAS_STATUS_SUCCESS) return -1.0f;  // warm-up; unusable here
     float best = -1.0f;
@@ -154,13 +266,32 @@ GemmTuning gemm_tune_cuda(DType t, const GemmArgs& g, CudaContext& ctx, void* fl
     }
     return best;
   };
+  // Which of the pool get the three calls: all of the heuristic's without enumerate (as before),
+  // else the eight fastest of one warm-up and one timed call each.
+  std::vector<std::size_t> finalists;
+  if (!enumerate) {
+    for (std::size_t i = 0; i < pool.size(); ++i) finalists.push_back(i);
+  } else {
+    std::vector<std::pair<float, std::size_t>> screened;
+    for (std::size_t i = 0; i < pool.size(); ++i) {
+      if (run_lt(p, pool[i], g, ctx) != CUBLAS_STATUS_SUCCESS) {
+        CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+        continue;
+      }
+      const float ms = one_ms(pool[i]);
+      if (ms >= 0.0f) screened.push_back({ms, i});
+    }
+    std::stable_sort(screened.begin(), screened.end());
+    for (std::size_t j = 0; j < screened.size() && j < 8; ++j) finalists.push_back(screened[j].second);
+    if (!pool.empty() && index[0] == 0 && std::find(finalists.begin(), finalists.end(), 0) == finalists.end())
+      finalists.push_back(0);  // the heuristic's first choice is always timed: heuristic_ms
+  }
   int best_i = -1;
   float best_ms = -1.0f;
-  for (std::size_t i = 0; i < cands.size(); ++i) {
-    if (cands[i].state != CUBLAS_STATUS_SUCCESS || cands[i].workspaceSize > ctx.workspace_bytes) continue;
-    const float ms = time_ms(cands[i].algo);
+  for (const std::size_t i : finalists) {
+    const float ms = time_ms(pool[i]);
     if (ms < 0.0f) continue;
-    if (i == 0) res.heuristic_ms = ms;
+    if (index[i] == 0) res.heuristic_ms = ms;
     if (best_i < 0 || ms < best_ms) {
       best_i = static_cast<int>(i);
       best_ms = ms;
@@ -170,9 +301,10 @@ GemmTuning gemm_tune_cuda(DType t, const GemmArgs& g, CudaContext& ctx, void* fl
   CUDA_CHECK(cudaEventDestroy(e1));
   res.candidates = static_cast<int>(cands.size());
   if (best_i >= 0) {
-    p.algo = cands[static_cast<std::size_t>(best_i)].algo;
-    res.chosen = best_i;
+    p.algo = pool[static_cast<std::size_t>(best_i)];
+    res.chosen = index[static_cast<std::size_t>(best_i)];
     res.chosen_ms = best_ms;
+    res.chosen_config = describe_algo(p.algo);
   }
   return res;
 }

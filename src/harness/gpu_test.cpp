@@ -432,6 +432,7 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   EXPECT_EQ(same.row_fft, RowFft::kAuto);
   EXPECT_EQ(same.col_fft, ColFft::kAuto);
   EXPECT_FALSE(same.tune_gemm);
+  EXPECT_FALSE(same.gemm_enumerate);
   EXPECT_EQ(same.overlap, Overlap::kAuto);
   EXPECT_EQ(same.col_access, ColAccess::kAuto);
   EXPECT_EQ(same.signal_access, ColAccess::kAuto);
@@ -453,6 +454,13 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   EXPECT_EQ(set.row_fft, RowFft::kTensorDirect);
   EXPECT_EQ(set.col_fft, ColFft::kTensor);
   EXPECT_TRUE(set.tune_gemm);
+  EXPECT_FALSE(set.gemm_enumerate);
+  setenv("LONGMIX_GEMM_TUNE", "enumerate", 1);
+  EXPECT_TRUE(hyena_fused_options_from_env(base).gemm_enumerate);
+  EXPECT_TRUE(hyena_fused_options_from_env(base).tune_gemm);
+  setenv("LONGMIX_GEMM_TUNE", "0", 1);
+  EXPECT_FALSE(hyena_fused_options_from_env(base).tune_gemm);
+  EXPECT_FALSE(hyena_fused_options_from_env(base).gemm_enumerate);
   setenv("LONGMIX_FUSED_COL", "tensr", 1);
   try {
     hyena_fused_options_from_env(base);
@@ -935,6 +943,64 @@ TEST(HyenaFusedRowPairs, FourByDefaultAndOnlyForShortRows) {
   EXPECT_EQ(hyena_fused_row_pairs(o, 1024), 1);
   o.row_pairs = RowPairs::kOne;
   EXPECT_EQ(hyena_fused_row_pairs(o, 128), 1);
+}
+
+// gemm_tune_cuda over the heuristic's candidates alone and with the enumerated configurations:
+// the choice is one that runs, heuristic_ms is timed, and the product it then computes (fp16,
+// strided batches with a bias, as the hyena-fused projections' shapes) matches float64.
+TEST(GpuGemmTune, EnumeratedChoiceComputesTheProduct) {
+  REQUIRE_GPU(be);
+  OwnedCudaContext owned(be->allocator());
+  CudaContext& ctx = owned.ctx;
+  const std::int64_t m = 192, n = 40, k = 128;
+  const int batch = 3;
+  // Column-major, op(A) = Aᵀ (A stored k × m), B (k × n) per batch, D (m × n) per batch.
+  Rng rng(11);
+  std::vector<float> A(k * m), B(batch * k * n), bias(m);
+  for (auto& x : A) x = static_cast<float>(rng.uniform(-1, 1));
+  for (auto& x : B) x = static_cast<float>(rng.uniform(-1, 1));
+  for (auto& x : bias) x = static_cast<float>(rng.uniform(-1, 1));
+  const DType t = DType::kF16;
+  const Buffer<char> dA = upload_as(*ctx.alloc, A, t, ctx.stream), dB = upload_as(*ctx.alloc, B, t, ctx.stream),
+                     dbias = upload_as(*ctx.alloc, bias, t, ctx.stream);
+  Buffer<char> dD(*ctx.alloc, batch * m * n * 2), flush(*ctx.alloc, std::size_t(64) << 20);
+  const auto Ah = download_as(dA, A.size(), t, *ctx.alloc, ctx.stream),
+             Bh = download_as(dB, B.size(), t, *ctx.alloc, ctx.stream),
+             bh = download_as(dbias, bias.size(), t, *ctx.alloc, ctx.stream);
+  std::vector<double> ref(batch * m * n);
+  for (int j = 0; j < batch; ++j)
+    for (std::int64_t c = 0; c < n; ++c)
+      for (std::int64_t r = 0; r < m; ++r) {
+        double acc = bh[r];
+        for (std::int64_t i = 0; i < k; ++i) acc += double(Ah[r * k + i]) * double(Bh[j * k * n + c * k + i]);
+        ref[j * m * n + c * m + r] = acc;
+      }
+  GemmArgs g;
+  g.ta = true; g.m = m; g.n = n; g.k = k;
+  g.A = dA.data(); g.lda = k; g.B = dB.data(); g.ldb = k; g.D = dD.data(); g.ldd = m; g.bias = dbias.data();
+  g.batch = batch; g.sb = k * n; g.sd = m * n;
+  for (const bool enumerate : {false, true}) {
+    const GemmTuning r = gemm_tune_cuda(t, g, ctx, flush.data(), flush.bytes(), 8, enumerate);
+    EXPECT_GT(r.candidates, 0) << enumerate;
+    EXPECT_GE(r.chosen, 0) << enumerate;
+    EXPECT_GT(r.chosen_ms, 0.0f) << enumerate;
+    EXPECT_GT(r.heuristic_ms, 0.0f) << enumerate;
+    EXPECT_LE(r.chosen_ms, r.heuristic_ms) << enumerate;
+    EXPECT_FALSE(r.chosen_config.empty()) << enumerate;
+    if (!enumerate) {
+      EXPECT_EQ(r.enumerated, 0);
+    }
+    EXPECT_LE(r.enumerated, kGemmEnumerateMax);
+    std::printf("gemm_tune_cuda enumerate=%d: %d candidates, %d enumerated, chose %d (%s) %.4f ms, heuristic %.4f\n",
+                int(enumerate), r.candidates, r.enumerated, r.chosen, r.chosen_config.c_str(), r.chosen_ms,
+                r.heuristic_ms);
+    fill_nan_cuda(t, dD.data(), batch * m * n, ctx.stream);
+    gemm_cuda(t, g, ctx);
+    const auto c = compare(download_as(dD, batch * m * n, t, *ctx.alloc, ctx.stream), ref);
+    EXPECT_EQ(c.nonfinite, 0u) << enumerate;
+    EXPECT_LT(c.rel_l2, 2e-3) << enumerate;
+  }
+  be->release_cached();
 }
 
 // The tuner's random inputs: in range, not constant, the same for the same seed.

@@ -453,13 +453,13 @@ struct HyenaFusedPlan::Impl {
       for (int which = 0; which < 2; ++which) {
         const GemmArgs g = which == 0 ? in_proj_args(0, n2, count, rows, R1(), R0())
                                       : out_proj_args(0, n2, count, rows, R1(), R0());
-        const GemmTuning r = gemm_tune_cuda(t, g, ctx, flush, flush_bytes);
+        const GemmTuning r = gemm_tune_cuda(t, g, ctx, flush, flush_bytes, 8, opt.gemm_enumerate);
         if (log)
           std::fprintf(stderr, "hyena-fused L=%lld D=%lld %s: %d batches of %lldx%lldx%lld: heuristic %.4f ms, "
-                       "candidate %d of %d %.4f ms\n", static_cast<long long>(L), static_cast<long long>(D),
-                       which == 0 ? "in_proj" : "out_proj", g.batch, static_cast<long long>(g.m),
-                       static_cast<long long>(g.n), static_cast<long long>(g.k), r.heuristic_ms, r.chosen,
-                       r.candidates, r.chosen_ms);
+                       "candidate %d of %d (+%d enumerated) %.4f ms (%s)\n", static_cast<long long>(L),
+                       static_cast<long long>(D), which == 0 ? "in_proj" : "out_proj", g.batch,
+                       static_cast<long long>(g.m), static_cast<long long>(g.n), static_cast<long long>(g.k),
+                       r.heuristic_ms, r.chosen, r.candidates, r.enumerated, r.chosen_ms, r.chosen_config.c_str());
       }
     });
   }
@@ -660,7 +660,10 @@ HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt) {
   env_choice<ColFft>("LONGMIX_FUSED_COL",
                      {{"cufftdx", ColFft::kCufftdx}, {"auto", ColFft::kAuto}, {"tensor", ColFft::kTensor}},
                      &opt.col_fft);
-  env_choice<bool>("LONGMIX_GEMM_TUNE", {{"0", false}, {"1", true}}, &opt.tune_gemm);
+  int tune = opt.tune_gemm ? (opt.gemm_enumerate ? 2 : 1) : 0;
+  env_choice<int>("LONGMIX_GEMM_TUNE", {{"0", 0}, {"1", 1}, {"enumerate", 2}}, &tune);
+  opt.tune_gemm = tune > 0;
+  opt.gemm_enumerate = tune == 2;
   using Overlap = HyenaFusedOptions::Overlap;
   env_choice<Overlap>("LONGMIX_FUSED_OVERLAP", {{"off", Overlap::kOff}, {"auto", Overlap::kAuto}, {"on", Overlap::kOn}},
                       &opt.overlap);

@@ -73,6 +73,7 @@ struct HyenaFusedOptions {
   bool fp16_spectra = true;  // intermediates between FFT passes as __half2 (else float2)
   bool graph = true;         // replay the forward as one CUDA graph
   bool tune_gemm = true;     // time cuBLASLt's candidates for the projections' shapes at plan time
+  bool gemm_enumerate = false;  // and the configurations cuBLASLt enumerates (gemm_tune_cuda)
   // The FFT split where N is an odd power of two up to 32768 (L ≤ 16k): wide N2 = 2·N1, or tall
   // N1 = 2·N2 (R = L/N2 doubles: the projections' strided batches twice as tall). Auto: tall from
   // D = 512 on (measured on the H200, D = 1024: 0.214 against 0.238 ms at 4k; D = 256: 0.061
@@ -181,7 +182,8 @@ inline bool hyena_fused_signal_uses_vec8(const HyenaFusedOptions& o, std::int64_
 // LONGMIX_FUSED_COL=cufftdx|auto|tensor, LONGMIX_FUSED_OVERLAP=off|auto|on,
 // LONGMIX_FUSED_ACCESS=auto|scalar|vec8, LONGMIX_FUSED_SIGNAL_ACCESS=auto|scalar|vec8,
 // LONGMIX_FUSED_ROW_PAIRS=auto|1|2|4,
-// LONGMIX_GEMM_TUNE=0 (the heuristic's first choices). A value it does not know is an error.
+// LONGMIX_GEMM_TUNE=0 (the heuristic's first choices) | 1 (its candidates timed, the default) |
+// enumerate (also every configuration cuBLASLt enumerates). A value it does not know is an error.
 HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt = {});
 // The names of those switches (for logs that say what ran, and tests that clear them).
 inline constexpr const char* kHyenaFusedEnvSwitches[] = {

@@ -237,52 +237,40 @@ GemmTuning gemm_tune_cuda(DType t, const GemmArgs& g, CudaContext& ctx, void* fl
   cudaEvent_t e0, e1;
   CUDA_CHECK(cudaEventCreate(&e0));
   CUDA_CHECK(cudaEventCreate(&e1));
-  // One call after a flush, timed; -1 when the algorithm cannot run here.
-  const auto one_ms = [&](const cublasLtMatmulAlgo_t& algo) -> float {
-    if (flush_bytes) CUDA_CHECK(cudaMemsetAsync(flush, 0x5a, flush_bytes, ctx.stream));
+  // One call of an algorithm that ran (its warm-up did), after writing flush_bytes of `fill`.
+  const auto call_ms = [&](const cublasLtMatmulAlgo_t& algo, int fill) -> float {
+    if (flush_bytes) CUDA_CHECK(cudaMemsetAsync(flush, fill, flush_bytes, ctx.stream));
     CUDA_CHECK(cudaEventRecord(e0, ctx.stream));
-    if (run_lt(p, algo, g, ctx) != CUBLAS_STATUS_SUCCESS) {
-      CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
-      return -1.0f;
-    }
+    CUBLAS_CHECK(run_lt(p, algo, g, ctx));
     CUDA_CHECK(cudaEventRecord(e1, ctx.stream));
     CUDA_CHECK(cudaEventSynchronize(e1));
     float ms = 0.0f;
     CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
     return ms;
   };
+  // A warm-up call; false when the algorithm cannot run here.
+  const auto runs = [&](const cublasLtMatmulAlgo_t& algo) { return run_lt(p, algo, g, ctx) == CUBLAS_STATUS_SUCCESS; };
   const auto time_ms = [&](const cublasLtMatmulAlgo_t& algo) -> float {
-    if (run_lt(p, algo, g, ctx) != CUBLAS_STATUS_SUCCESS) return -1.0f;  // warm-up; unusable here
+    if (!runs(algo)) return -1.0f;
     float best = -1.0f;
     for (int r = 0; r < 3; ++r) {
-      if (flush_bytes) CUDA_CHECK(cudaMemsetAsync(flush, r, flush_bytes, ctx.stream));
-      CUDA_CHECK(cudaEventRecord(e0, ctx.stream));
-      CUBLAS_CHECK(run_lt(p, algo, g, ctx));
-      CUDA_CHECK(cudaEventRecord(e1, ctx.stream));
-      CUDA_CHECK(cudaEventSynchronize(e1));
-      float ms = 0.0f;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      const float ms = call_ms(algo, r);
       if (best < 0.0f || ms < best) best = ms;
     }
     return best;
   };
   // Which of the pool get the three calls: all of the heuristic's without enumerate (as before),
-  // else the eight fastest of one warm-up and one timed call each.
+  // else the kFinalists fastest of one warm-up and one timed call each.
+  constexpr std::size_t kFinalists = 8;
   std::vector<std::size_t> finalists;
   if (!enumerate) {
     for (std::size_t i = 0; i < pool.size(); ++i) finalists.push_back(i);
   } else {
     std::vector<std::pair<float, std::size_t>> screened;
-    for (std::size_t i = 0; i < pool.size(); ++i) {
-      if (run_lt(p, pool[i], g, ctx) != CUBLAS_STATUS_SUCCESS) {
-        CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
-        continue;
-      }
-      const float ms = one_ms(pool[i]);
-      if (ms >= 0.0f) screened.push_back({ms, i});
-    }
+    for (std::size_t i = 0; i < pool.size(); ++i)
+      if (runs(pool[i])) screened.push_back({call_ms(pool[i], 0x5a), i});
     std::stable_sort(screened.begin(), screened.end());
-    for (std::size_t j = 0; j < screened.size() && j < 8; ++j) finalists.push_back(screened[j].second);
+    for (std::size_t j = 0; j < screened.size() && j < kFinalists; ++j) finalists.push_back(screened[j].second);
     if (!pool.empty() && index[0] == 0 && std::find(finalists.begin(), finalists.end(), 0) == finalists.end())
       finalists.push_back(0);  // the heuristic's first choice is always timed: heuristic_ms
   }

@@ -963,7 +963,7 @@ TEST(GpuGemmTune, EnumeratedChoiceComputesTheProduct) {
   const DType t = DType::kF16;
   const Buffer<char> dA = upload_as(*ctx.alloc, A, t, ctx.stream), dB = upload_as(*ctx.alloc, B, t, ctx.stream),
                      dbias = upload_as(*ctx.alloc, bias, t, ctx.stream);
-  Buffer<char> dD(*ctx.alloc, batch * m * n * 2), flush(*ctx.alloc, std::size_t(64) << 20);
+  Buffer<char> dD(*ctx.alloc, batch * m * n * dtype_size(t)), flush(*ctx.alloc, std::size_t(64) << 20);
   const auto Ah = download_as(dA, A.size(), t, *ctx.alloc, ctx.stream),
              Bh = download_as(dB, B.size(), t, *ctx.alloc, ctx.stream),
              bh = download_as(dbias, bias.size(), t, *ctx.alloc, ctx.stream);

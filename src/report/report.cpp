@@ -258,6 +258,7 @@ std::string plot(const std::string& dir, const std::vector<Curve>& curves, bool 
   for (auto& c : curves) width_idx.emplace(c.D, static_cast<int>(width_idx.size()));
   const int pts_full[] = {7, 5, 9, 11}, pts_hollow[] = {6, 4, 8, 10};
   std::map<std::int64_t, int> oom_count;
+  std::map<std::int64_t, bool> oom_measured;  // a length with a measured OOM is labelled "OOM", else "OOM (predicted)"
   std::ostringstream labels;
   std::map<std::string, int> impl_color;
   for (std::size_t ci = 0; ci < curves.size(); ++ci) {
@@ -272,6 +273,7 @@ std::string plot(const std::string& dir, const std::vector<Curve>& curves, bool 
       auto v = val(r);
       if (r.status == "OOM") {  // at the top edge, in the curve's colour and marker
         const int k = oom_count[r.L]++;
+        oom_measured[r.L] = oom_measured[r.L] || !r.extrapolated;
         (r.extrapolated ? oomx : oom) << r.L << " " << ytop / std::pow(1.35, k + 1) << "\n";
         (r.extrapolated ? any_oomx : any_oom) = true;
         continue;
@@ -293,14 +295,14 @@ std::string plot(const std::string& dir, const std::vector<Curve>& curves, bool 
                       " ps 1.4 " + lc + " title '" + c.label() + " (extrapolated)'");
     if (any_oom)
       plots.push_back("'" + stem + "_oom.dat' using 1:2 with points pt " + std::to_string(pts_full[wi]) + " ps 2 " + lc +
-                      " notitle");
+                      " title '" + c.label() + ": out of memory (measured)'");
     if (any_oomx)
       plots.push_back("'" + stem + "_oomx.dat' using 1:2 with points pt " + std::to_string(pts_hollow[wi]) + " ps 2 " +
-                      lc + " notitle");
+                      lc + " title '" + c.label() + ": out of memory (predicted)'");
   }
   for (auto& [L, n] : oom_count)
-    labels << "set label 'OOM' at " << L << "," << ytop / std::pow(1.35, n + 1) / 1.35
-           << " center font ',11' front\n";
+    labels << "set label '" << (oom_measured[L] ? "OOM" : "OOM (predicted)") << "' at " << L << ","
+           << ytop / std::pow(1.35, n + 1) / 1.35 << " center font ',11' front\n";
   // Guides anchored at the first measured point of the first curve that has one.
   for (auto& c : curves) {
     auto p = time ? c.measured_time() : c.measured_mem();
@@ -312,7 +314,7 @@ std::string plot(const std::string& dir, const std::vector<Curve>& curves, bool 
     std::snprintf(buf, sizeof buf, "%.6g*(x/%.6g)**2 with lines dt 4 lw 1.5 lc rgb '#444444' title 'O(L^2) from %s'", y0, x0, length_label(x0).c_str());
     plots.push_back(buf);
     if (time) {
-      std::snprintf(buf, sizeof buf, "%.6g*(x/%.6g)*log(x)/log(%.6g) with lines dt 5 lw 1.5 lc rgb '#aaaaaa' title 'O(L log L)'", y0, x0, x0);
+      std::snprintf(buf, sizeof buf, "%.6g*(x/%.6g)*log(x)/log(%.6g) with lines dt 5 lw 1.5 lc rgb '#aaaaaa' title 'O(L log L) from %s'", y0, x0, x0, length_label(x0).c_str());
       plots.push_back(buf);
     }
     break;

@@ -126,12 +126,24 @@ TEST(Report, ExtrapolatedValuesAreMarked) {
   Row oom = row("attention", "attention-x", 262144, 0, 0);
   oom.time_ms.reset(); oom.mem_GB.reset(); oom.status = "OOM"; oom.note = "cap";
   rows.push_back(oom);
+  Row oom_predicted = oom;  // at 512k, from the fitted memory model
+  oom_predicted.L = 524288;
+  oom_predicted.extrapolated = true;
+  oom_predicted.note = "extrapolated: test";
+  rows.push_back(oom_predicted);
   const std::string dir = folder("marked", rows);
   std::ostringstream log;
   ASSERT_EQ(write_report(dir, log), 0) << log.str();
   const std::string table = read_file(dir + "/comparison_table.md");
   EXPECT_NE(table.find("†"), std::string::npos);
   EXPECT_NE(table.find("| attention-x | layer | fp16 | 256 | - | 256k | — | OOM |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| attention-x | layer | fp16 | 256 | - | 512k | — | OOM |"), std::string::npos) << table;
+  // The plots tell a measured OOM from a predicted one, on the marker's label and in the key.
+  const std::string gp = read_file(dir + "/.plotdata/time_vs_length.gp");
+  EXPECT_NE(gp.find("set label 'OOM' at 262144,"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("set label 'OOM (predicted)' at 524288,"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("title 'attention-x D=256: out of memory (measured)'"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("title 'attention-x D=256: out of memory (predicted)'"), std::string::npos) << gp;
   fs::remove_all(dir);
 }
 

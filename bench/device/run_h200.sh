@@ -112,9 +112,13 @@ LOG=$OUT/run.log
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee -a $LOG
 # ncu kernel times (and DRAM bytes) of one hyena-fused forward at L (default 128k), D = 256: BIN
 # (a bench_hyena_fused build) → FILE. It skips past the plan's GEMM tuning (gemm_tune_cuda: up
-# to 2 × 8 candidates × 4 calls) into the warm-up forwards, which are all alike.
+# to 2 × 8 candidates × 4 calls) into the warm-up forwards, which are all alike. That tuning runs
+# under ncu too (every launch serialised, clocks locked), so it may choose other GEMM kernels than
+# an unprofiled run: on an H100 it took a 64 × 64 out_proj tile under ncu where the same build's
+# bench took 128 × 128 (results/h100/hyena-fused/gemmenum_v20.txt). The choice made is logged into
+# FILE (LONGMIX_LOG_GEMM_TUNE) so that a profile is read against it.
 ncu_fused_forward() {
-  timeout 200 ncu --graph-profiling node --launch-skip ${NCU_SKIP:-150} --launch-count 24 \
+  LONGMIX_LOG_GEMM_TUNE=1 timeout 200 ncu --graph-profiling node --launch-skip ${NCU_SKIP:-150} --launch-count 24 \
     --metrics gpu__time_duration.sum,dram__bytes.sum $1 ${3:-131072} 256 fused > $2 2>&1
   echo "ncu $(basename $1) ${3:-131072} rc=$?" | tee -a $LOG
 }

@@ -133,13 +133,16 @@ std::optional<Crossover> crossover(const std::vector<double>& La, const std::vec
     if (la && lb) diff.emplace_back(std::log(L), *la - *lb);
   }
   if (diff.empty()) return std::nullopt;
-  if (diff.front().second <= 0) return Crossover{std::exp(diff.front().first), true};
+  if (diff.front().second <= 0) {
+    const double L0 = std::exp(diff.front().first);
+    return Crossover{L0, true, L0, L0};
+  }
   for (std::size_t i = 1; i < diff.size(); ++i) {
     if (diff[i].second <= 0) {
       const auto [x0, d0] = diff[i - 1];
       const auto [x1, d1] = diff[i];
       const double x = x0 + (x1 - x0) * d0 / (d0 - d1);
-      return Crossover{std::exp(x), false};
+      return Crossover{std::exp(x), false, std::exp(x0), std::exp(x1)};
     }
   }
   return std::nullopt;

@@ -36,6 +36,7 @@ std::optional<PowerFit> fit_power(const std::vector<double>& L, const std::vecto
 struct Crossover {
   double L = 0;
   bool a_below_from_start = false;  // a <= b already at the first common length
+  double L_before = 0, L_after = 0;  // the bracketing grid lengths (a > b at L_before, a <= b at L_after)
 };
 std::optional<Crossover> crossover(const std::vector<double>& La, const std::vector<double>& ya,
                                    const std::vector<double>& Lb, const std::vector<double>& yb);

@@ -734,7 +734,11 @@ int write_report(const std::string& dir, std::ostream& log) {
     md << "- **Time, D = " << c.D << " (" << c.flash << " vs " << c.hyena << ")**: ";
     if (!c.at) md << "keep FlashAttention at every measured length up to " << length_label(c.L_hi) << "; Hyena did not become faster.\n";
     else if (c.at->a_below_from_start) md << "Hyena is at least as fast from the shortest measured length (" << length_label(c.at->L) << ") on.\n";
-    else md << "switch to Hyena above L ≈ " << length_label(std::pow(2, std::ceil(std::log2(c.at->L)))) << " (crossing at " << std::to_string(std::llround(c.at->L)) << "); below it FlashAttention is faster.\n";
+    else
+      md << "switch to Hyena from L ≈ " << std::to_string(std::llround(c.at->L))
+         << " on (the crossing interpolated between the measured " << length_label(std::llround(c.at->L_before))
+         << ", where FlashAttention was faster, and " << length_label(std::llround(c.at->L_after))
+         << ", where Hyena was); below it FlashAttention is faster.\n";
   }
   for (auto& m : f.memory) {
     const double r = m.hyena_GB / m.flash_GB;

@@ -77,6 +77,8 @@ TEST(Findings, RecoverExponentsAndCrossover) {
   ASSERT_TRUE(f.crossovers[0].at.has_value());
   const double exact = (2e-3 + std::sqrt(4e-6 + 4 * 1e-6 * 0.5)) / (2 * 1e-6);
   EXPECT_NEAR(f.crossovers[0].at->L / exact, 1.0, 0.02) << f.crossovers[0].at->L << " vs " << exact;
+  EXPECT_NEAR(f.crossovers[0].at->L_before, 2048, 1e-6);  // the measured lengths either side
+  EXPECT_NEAR(f.crossovers[0].at->L_after, 4096, 1e-6);
   ASSERT_EQ(f.memory.size(), 1u);
   EXPECT_EQ(f.memory[0].L, 131072);
   EXPECT_NEAR(f.memory[0].hyena_GB / f.memory[0].flash_GB, 4.7, 1e-6);
@@ -104,6 +106,10 @@ TEST(Report, WritesValidImagesTablesAndComputedText) {
   EXPECT_NE(tex.find("128k"), std::string::npos);
   const std::string report = read_file(dir + "/report.md");
   EXPECT_NE(report.find("Hyena becomes faster from L ≈"), std::string::npos);
+  EXPECT_NE(report.find("on (the crossing interpolated between the measured 2k, where FlashAttention was faster, "
+                        "and 4k, where Hyena was); below it FlashAttention is faster."),
+            std::string::npos)
+      << report;
   EXPECT_NE(report.find("Hyena holds 4.7× more"), std::string::npos);
   EXPECT_NE(report.find("![Peak memory vs length](memory_vs_length.png)"), std::string::npos);
   EXPECT_NE(report.find("The data shows linear growth"), std::string::npos);

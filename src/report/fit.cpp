@@ -127,22 +127,19 @@ std::optional<Crossover> crossover(const std::vector<double>& La, const std::vec
   for (auto& [L, _] : b) grid.push_back(L);
   std::sort(grid.begin(), grid.end());
   grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
-  std::vector<std::pair<double, double>> diff;  // (log L, log a - log b)
+  std::vector<std::pair<double, double>> diff;  // (L, log a - log b)
   for (double L : grid) {
     auto la = interp_log(a, L), lb = interp_log(b, L);
-    if (la && lb) diff.emplace_back(std::log(L), *la - *lb);
+    if (la && lb) diff.emplace_back(L, *la - *lb);
   }
   if (diff.empty()) return std::nullopt;
-  if (diff.front().second <= 0) {
-    const double L0 = std::exp(diff.front().first);
-    return Crossover{L0, true, L0, L0};
-  }
+  if (diff.front().second <= 0) return Crossover{diff.front().first, true, diff.front().first, diff.front().first};
   for (std::size_t i = 1; i < diff.size(); ++i) {
     if (diff[i].second <= 0) {
-      const auto [x0, d0] = diff[i - 1];
-      const auto [x1, d1] = diff[i];
-      const double x = x0 + (x1 - x0) * d0 / (d0 - d1);
-      return Crossover{std::exp(x), false, std::exp(x0), std::exp(x1)};
+      const auto [L0, d0] = diff[i - 1];
+      const auto [L1, d1] = diff[i];
+      const double x0 = std::log(L0), x = x0 + (std::log(L1) - x0) * d0 / (d0 - d1);
+      return Crossover{std::exp(x), false, L0, L1};
     }
   }
   return std::nullopt;

@@ -257,8 +257,11 @@ std::string plot(const std::string& dir, const std::vector<Curve>& curves, bool 
   std::map<std::int64_t, int> width_idx;
   for (auto& c : curves) width_idx.emplace(c.D, static_cast<int>(width_idx.size()));
   const int pts_full[] = {7, 5, 9, 11}, pts_hollow[] = {6, 4, 8, 10};
-  std::map<std::int64_t, int> oom_count;
-  std::map<std::int64_t, bool> oom_measured;  // a length with a measured OOM is labelled "OOM", else "OOM (predicted)"
+  struct OomAt {
+    int markers = 0;        // stacked down from the top edge
+    bool measured = false;  // labelled "OOM" when one of them is measured, else "OOM (predicted)"
+  };
+  std::map<std::int64_t, OomAt> oom_at;
   std::ostringstream labels;
   std::map<std::string, int> impl_color;
   for (std::size_t ci = 0; ci < curves.size(); ++ci) {
@@ -272,8 +275,9 @@ std::string plot(const std::string& dir, const std::vector<Curve>& curves, bool 
     for (auto& r : c.rows) {
       auto v = val(r);
       if (r.status == "OOM") {  // at the top edge, in the curve's colour and marker
-        const int k = oom_count[r.L]++;
-        oom_measured[r.L] = oom_measured[r.L] || !r.extrapolated;
+        OomAt& at = oom_at[r.L];
+        const int k = at.markers++;
+        at.measured = at.measured || !r.extrapolated;
         (r.extrapolated ? oomx : oom) << r.L << " " << ytop / std::pow(1.35, k + 1) << "\n";
         (r.extrapolated ? any_oomx : any_oom) = true;
         continue;
@@ -300,9 +304,9 @@ std::string plot(const std::string& dir, const std::vector<Curve>& curves, bool 
       plots.push_back("'" + stem + "_oomx.dat' using 1:2 with points pt " + std::to_string(pts_hollow[wi]) + " ps 2 " +
                       lc + " title '" + c.label() + ": out of memory (predicted)'");
   }
-  for (auto& [L, n] : oom_count)
-    labels << "set label '" << (oom_measured[L] ? "OOM" : "OOM (predicted)") << "' at " << L << ","
-           << ytop / std::pow(1.35, n + 1) / 1.35 << " center font ',11' front\n";
+  for (auto& [L, at] : oom_at)
+    labels << "set label '" << (at.measured ? "OOM" : "OOM (predicted)") << "' at " << L << ","
+           << ytop / std::pow(1.35, at.markers + 1) / 1.35 << " center font ',11' front\n";
   // Guides anchored at the first measured point of the first curve that has one.
   for (auto& c : curves) {
     auto p = time ? c.measured_time() : c.measured_mem();
@@ -736,8 +740,8 @@ int write_report(const std::string& dir, std::ostream& log) {
     else if (c.at->a_below_from_start) md << "Hyena is at least as fast from the shortest measured length (" << length_label(c.at->L) << ") on.\n";
     else
       md << "switch to Hyena from L ≈ " << std::to_string(std::llround(c.at->L))
-         << " on (the crossing interpolated between the measured " << length_label(std::llround(c.at->L_before))
-         << ", where FlashAttention was faster, and " << length_label(std::llround(c.at->L_after))
+         << " on (the crossing interpolated between the measured " << length_label(c.at->L_before)
+         << ", where FlashAttention was faster, and " << length_label(c.at->L_after)
          << ", where Hyena was); below it FlashAttention is faster.\n";
   }
   for (auto& m : f.memory) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <string>
@@ -343,6 +344,64 @@ TEST(GpuHyenaFused, EightRowColumnAccessesMatchTheScalarOnes) {
   be->release_cached();
 }
 
+// v21: the short convs' rows staged in shared memory (HyenaFusedOptions::stage) against the
+// global loads, under each column access: the same loads of the same values, so the outputs must
+// be bit-identical. Every case has R % 8 == 0, or nothing would be staged; L ≤ 4096 against
+// float64 too.
+struct StageCase {
+  std::int64_t L, H;
+  int order;
+};
+void expect_staged_equals_global(Backend& be, std::initializer_list<StageCase> cases) {
+  using ColAccess = HyenaFusedOptions::ColAccess;
+  using Stage = HyenaFusedOptions::Stage;
+  for (const StageCase k : cases) {
+    {
+      int n1 = 0, n2 = 0;
+      hyena_fused_split(hyena_fused_fft_size(k.L), 64 * k.H, HyenaFusedOptions::Split::kAuto, &n1, &n2);
+      ASSERT_EQ((k.L + n2 - 1) / n2 % 8, 0) << "L=" << k.L << ": nothing would be staged";
+    }
+    Workload w;
+    w.op = "hyena"; w.B = 1; w.L = k.L; w.l_max = k.L; w.H = k.H; w.order = k.order; w.dtype = "fp16"; w.seed = 23;
+    Problem p = Problem::make(w);
+    p.round_to("fp16");
+    const bool exact = k.L <= 4096;
+    const std::vector<double> ref = exact ? reference_output(p) : std::vector<double>{};
+    OwnedCudaContext tc(be.allocator());
+    for (const ColAccess acc : {ColAccess::kAuto, ColAccess::kScalar, ColAccess::kVec8}) {
+      std::vector<float> out[2];
+      for (const Stage st : {Stage::kOff, Stage::kOn}) {
+        HyenaFusedOptions opt;
+        opt.col_access = acc;
+        opt.signal_access = acc;
+        opt.stage = st;
+        out[st == Stage::kOn] = fused_output(p, tc.ctx, opt);
+      }
+      const std::string name = "D=" + std::to_string(64 * k.H) + " L=" + std::to_string(k.L) + " order " +
+                               std::to_string(k.order) + " access=" +
+                               (acc == ColAccess::kAuto ? "auto" : acc == ColAccess::kVec8 ? "8-row" : "scalar");
+      if (exact) expect_fused_close(out[1], ref, name + " staged vs float64");
+      const auto c = compare(out[1], std::vector<double>(out[0].begin(), out[0].end()));
+      std::printf("hyena-fused %s staged vs global: %s\n", name.c_str(), c.summary().c_str());
+      EXPECT_EQ(c.nonfinite, 0u) << name;
+      EXPECT_EQ(c.rel_l2, 0.0) << name << ": " << c.summary();
+    }
+  }
+  be.release_cached();
+}
+// L = 3072 (64 × 128, R = 24; orders 2 and 3, where the middle step's fp32-prev source is not
+// staged): small enough for the sanitizers.
+TEST(GpuHyenaFused, StagedShortConvRowsMatchTheGlobalOnesShort) {
+  REQUIRE_GPU(be);
+  expect_staged_equals_global(*be, {StageCase{3072, 4, 2}, StageCase{3072, 4, 3}});
+}
+// L = 65536 (256 × 512, R = 128), 131000 (512 × 512, R = 256, the last row ragged) at D = 256;
+// 516000 (1024 × 1024, R = 504) at D = 64, where N1 = 1024 has its own 8-row bound.
+TEST(GpuHyenaFused, StagedShortConvRowsMatchTheGlobalOnesLong) {
+  REQUIRE_GPU(be);
+  expect_staged_equals_global(*be, {StageCase{65536, 4, 2}, StageCase{131000, 4, 2}, StageCase{516000, 1, 2}});
+}
+
 // pass B's cuFFTDx rows with 2 and 4 row pairs a block against one pair, where they apply
 // (N2 ≤ 256): L = 1500 (N = 4096 = 64 × 64) at D = 256 and 1024, L = 3000 (64 × 128 wide at
 // D = 256, 128 × 64 tall at D = 1024) against float64, L = 10000 (128 × 256 wide, 256 × 128
@@ -437,6 +496,7 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   EXPECT_EQ(same.col_access, ColAccess::kAuto);
   EXPECT_EQ(same.signal_access, ColAccess::kAuto);
   EXPECT_EQ(same.row_pairs, HyenaFusedOptions::RowPairs::kAuto);
+  EXPECT_EQ(same.stage, HyenaFusedOptions::Stage::kAuto);
   setenv("LONGMIX_FUSED_SPLIT", "tall", 1);
   setenv("LONGMIX_FUSED_ROW", "direct", 1);
   setenv("LONGMIX_FUSED_COL", "tensor", 1);
@@ -445,7 +505,9 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   setenv("LONGMIX_FUSED_ACCESS", "vec8", 1);
   setenv("LONGMIX_FUSED_SIGNAL_ACCESS", "scalar", 1);
   setenv("LONGMIX_FUSED_ROW_PAIRS", "4", 1);
+  setenv("LONGMIX_FUSED_STAGE", "off", 1);
   const HyenaFusedOptions set = hyena_fused_options_from_env(base);
+  EXPECT_EQ(set.stage, HyenaFusedOptions::Stage::kOff);
   EXPECT_EQ(set.row_pairs, HyenaFusedOptions::RowPairs::kFour);
   EXPECT_EQ(set.overlap, Overlap::kOff);
   EXPECT_EQ(set.col_access, ColAccess::kVec8);
@@ -471,6 +533,21 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
         << e.what();
   }
   for (const char* n : kHyenaFusedEnvSwitches) unsetenv(n);
+}
+
+// Where the column passes stage the short convs' rows (no GPU needed): R % 8 == 0, K = 3,
+// cuFFTDx columns, and not switched off.
+TEST(HyenaFusedStagePolicy, NeedsWholeRunsTheThreeTapFilterAndCufftdxColumns) {
+  using Stage = HyenaFusedOptions::Stage;
+  HyenaFusedOptions opt;
+  EXPECT_TRUE(hyena_fused_stages(opt, 256, 3, false));
+  EXPECT_FALSE(hyena_fused_stages(opt, 196, 3, false));  // L = 100000 at 512 × 512
+  EXPECT_FALSE(hyena_fused_stages(opt, 256, 5, false));
+  EXPECT_FALSE(hyena_fused_stages(opt, 256, 3, true));
+  opt.stage = Stage::kOff;
+  EXPECT_FALSE(hyena_fused_stages(opt, 256, 3, false));
+  opt.stage = Stage::kOn;
+  EXPECT_TRUE(hyena_fused_stages(opt, 24, 3, false));
 }
 
 // Where the filter's path overlaps the signal's (no GPU needed): auto up to 32k, never cached.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
@@ -371,6 +372,9 @@ struct HyenaFusedPlan::Impl {
         });
     }
     const int order = cfg.order;
+    // zT's rows start on 16 bytes (Lp = N2·R, R % 8 == 0) where the arena does
+    const bool stages = hyena_fused_stages(opt, R, cfg.short_filter_order, col_tc) &&
+                        reinterpret_cast<std::uintptr_t>(zT) % 16 == 0;
     void* yg = R1();  // the final gated output (B, D, L)
     for (int o = 0; o < order - 1; ++o) {
       PassParams P = base_params();
@@ -381,6 +385,7 @@ struct HyenaFusedPlan::Impl {
       P.g_b = order - 1 - o;
       P.src = o == 0 ? fused::kSrcConvProduct : fused::kSrcPrevTimesConv;
       P.vec8 = hyena_fused_signal_uses_vec8(opt, B, D, L, R, N1);
+      P.stage = stages;
       P.prev = reinterpret_cast<const float*>(R2());
       P.T = Ts;
       P.Tf = Tf();
@@ -678,6 +683,9 @@ HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt) {
   env_choice<RowPairs>("LONGMIX_FUSED_ROW_PAIRS",
                        {{"auto", RowPairs::kAuto}, {"1", RowPairs::kOne}, {"2", RowPairs::kTwo}, {"4", RowPairs::kFour}},
                        &opt.row_pairs);
+  using Stage = HyenaFusedOptions::Stage;
+  env_choice<Stage>("LONGMIX_FUSED_STAGE", {{"auto", Stage::kAuto}, {"off", Stage::kOff}, {"on", Stage::kOn}},
+                    &opt.stage);
   return opt;
 }
 

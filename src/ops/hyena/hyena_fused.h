@@ -132,7 +132,22 @@ struct HyenaFusedOptions {
   enum class RowPairs { kAuto, kOne, kTwo, kFour };
   RowPairs row_pairs = RowPairs::kAuto;
   static constexpr int kRowPairsMaxN2 = 256;  // the longest rows with the 2- and 4-pair kernels
+  // v21: the short convs' rows of a column block staged in shared memory by cp.async (every
+  // 16-byte copy of the block in flight at once) before the signal's pass A reads its taps
+  // (scalar path) and before pass A⁻¹'s epilogue reads the x0 gate's (either path), instead of
+  // each thread's dependent 2-byte (16-byte) global loads. Where R % 8 == 0, K = 3 and the
+  // columns run on cuFFTDx (stage_applies); the block of columns 0 … W − 1, whose taps wrap to
+  // the row before, reads global memory as before. The same loads of the same values, so the
+  // outputs are bit-identical. kAuto: on.
+  enum class Stage { kAuto, kOff, kOn };
+  Stage stage = Stage::kAuto;
 };
+
+// Whether the column passes stage the short convs' rows (HyenaFusedOptions::stage): R rows a
+// column, short filter length K, the columns on tensor cores or not.
+inline bool hyena_fused_stages(const HyenaFusedOptions& o, std::int64_t R, int K, bool col_tc) {
+  return o.stage != HyenaFusedOptions::Stage::kOff && R % 8 == 0 && K == 3 && !col_tc;
+}
 
 // Row pairs a block of pass B's cuFFTDx kernels for row size N2 (1, 2 or 4).
 inline int hyena_fused_row_pairs(const HyenaFusedOptions& o, std::int64_t N2) {
@@ -181,14 +196,15 @@ inline bool hyena_fused_signal_uses_vec8(const HyenaFusedOptions& o, std::int64_
 // options are built: LONGMIX_FUSED_SPLIT=wide|tall, LONGMIX_FUSED_ROW=cufftdx|auto|direct,
 // LONGMIX_FUSED_COL=cufftdx|auto|tensor, LONGMIX_FUSED_OVERLAP=off|auto|on,
 // LONGMIX_FUSED_ACCESS=auto|scalar|vec8, LONGMIX_FUSED_SIGNAL_ACCESS=auto|scalar|vec8,
-// LONGMIX_FUSED_ROW_PAIRS=auto|1|2|4,
+// LONGMIX_FUSED_ROW_PAIRS=auto|1|2|4, LONGMIX_FUSED_STAGE=auto|off|on,
 // LONGMIX_GEMM_TUNE=0 (the heuristic's first choices) | 1 (its candidates timed, the default) |
 // enumerate (also every configuration cuBLASLt enumerates). A value it does not know is an error.
 HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt = {});
 // The names of those switches (for logs that say what ran, and tests that clear them).
 inline constexpr const char* kHyenaFusedEnvSwitches[] = {
     "LONGMIX_FUSED_SPLIT",  "LONGMIX_FUSED_ROW",           "LONGMIX_FUSED_COL", "LONGMIX_FUSED_OVERLAP",
-    "LONGMIX_FUSED_ACCESS", "LONGMIX_FUSED_SIGNAL_ACCESS", "LONGMIX_FUSED_ROW_PAIRS", "LONGMIX_GEMM_TUNE"};
+    "LONGMIX_FUSED_ACCESS", "LONGMIX_FUSED_SIGNAL_ACCESS", "LONGMIX_FUSED_ROW_PAIRS", "LONGMIX_GEMM_TUNE",
+    "LONGMIX_FUSED_STAGE"};
 
 // Whether a plan of length L with these options runs the filter's path on the second stream:
 // never with the filter cached (there is none per call), else as opt.overlap says (auto: L up to

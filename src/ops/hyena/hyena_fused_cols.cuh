@@ -6,6 +6,7 @@
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>
 
 #include "ops/hyena/hyena_fused_params.h"
 #include "ops/hyena/real_pair.cuh"
@@ -191,6 +192,38 @@ __device__ __forceinline__ void pair_channels(const PassParams& P, long long p, 
   }
 }
 
+// v21: a column block's rows of zT staged in shared memory (PassParams::stage). Row j's positions
+// [(col0 − 2)·R, (col0 + W)·R) — the block's W columns and the two before them, which hold the
+// K = 3 short conv's taps t − 1, t − 2 (t = n1·N2 + n2: the same rows n1 of columns n2 − 1, n2 − 2)
+// — one contiguous run of (W + 2)·R values, at dst + j·span, copied in 16-byte pieces by cp.async
+// with every copy of the block in flight at once. Blocks with col0 < 2, whose taps wrap to the
+// row before (column N2 − 1 …), and anything but K = 3 read global memory. The staged row's
+// pointer is rebased (staged_row) so that position p reads dst[j·span + p − (col0 − 2)·R]:
+// the loads that follow are the global path's, on the same values, so the outputs are
+// bit-identical. Alignment: R % 8 == 0 makes every run start and length a multiple of 16 bytes
+// (the plan checks zT's base).
+__device__ __forceinline__ const void* zt_row(const PassParams& P, long long b, long long ch) {
+  return static_cast<const unsigned short*>(P.zT) + (b * P.C + ch) * P.Lp;
+}
+__device__ __forceinline__ bool stage_block(const PassParams& P, int col0) { return P.stage && P.K == 3 && col0 >= 2; }
+template <int W>
+__device__ __forceinline__ int stage_span(int R) { return (W + 2) * R; }
+// Issues the copies of kRows rows (one commit group); the caller waits and synchronises.
+template <int W, int nth, int kRows>
+__device__ __forceinline__ void stage_issue(const void* const (&rows)[kRows], int col0, int R, int tid,
+                                            unsigned short* dst) {
+  const int span = stage_span<W>(R), chunks = span / 8, lo = (col0 - 2) * R;
+  for (int i = tid; i < kRows * chunks; i += nth) {
+    const int j = i / chunks, k = i - j * chunks;
+    __pipeline_memcpy_async(dst + j * span + 8 * k, static_cast<const unsigned short*>(rows[j]) + lo + 8 * k, 16);
+  }
+  __pipeline_commit();
+}
+template <int W>
+__device__ __forceinline__ const void* staged_row(const unsigned short* dst, int j, int col0, int R) {
+  return dst + j * stage_span<W>(R) - (col0 - 2) * R;
+}
+
 // The column passes' tile: W neighbouring columns (col0 …) of one pair as [N1][W + 1] float2
 // (one padding column), nth threads a block, tid the thread's index.
 //
@@ -204,8 +237,23 @@ __device__ __forceinline__ void fill_col_tile_scalar(const PassParams& P, long l
   // Each thread: RT rows × CG neighbouring columns of the source, a warp 32 consecutive rows;
   // every load issued before any store.
   using FM = FillMap<N1, W, nth>;
-  const Source sa = make_source(P, b, c), sb = make_source(P, b, c + 1);
+  Source sa = make_source(P, b, c), sb = make_source(P, b, c + 1);
   const Pos ps = pos_of(P);
+  // v21: the four short-conv rows staged in the tile's space (block-uniform); 4·(W + 2)·R·2
+  // bytes fit the tile's N1·(W + 1)·8 since R ≤ N1/2. Everything is read from there into
+  // registers before the first tile store (the barrier below).
+  const bool staged = P.src == kSrcConvProduct && stage_block(P, col0);
+  if (staged) {
+    unsigned short* st = reinterpret_cast<unsigned short*>(tile);
+    const void* rows[4] = {sa.a.row, sa.g.row, sb.a.row, sb.g.row};
+    stage_issue<W, nth, 4>(rows, col0, P.R, tid, st);
+    sa.a.row = staged_row<W>(st, 0, col0, P.R);
+    sa.g.row = staged_row<W>(st, 1, col0, P.R);
+    sb.a.row = staged_row<W>(st, 2, col0, P.R);
+    sb.g.row = staged_row<W>(st, 3, col0, P.R);
+    __pipeline_wait_prior(0);
+    __syncthreads();
+  }
   const int r0 = tid % FM::TR, w0 = (tid / FM::TR) * FM::CG;
   float xa[FM::RT][FM::CG], xb[FM::RT][FM::CG];
 #pragma unroll
@@ -214,6 +262,7 @@ __device__ __forceinline__ void fill_col_tile_scalar(const PassParams& P, long l
     source_run<FM::CG>(sa, t0, p0, L, ps, xa[rr]);
     source_run<FM::CG>(sb, t0, p0, L, ps, xb[rr]);
   }
+  if (staged) __syncthreads();  // the tile overwrites the staged rows
 #pragma unroll
   for (int rr = 0; rr < FM::RT; ++rr)
 #pragma unroll
@@ -260,7 +309,7 @@ __device__ __forceinline__ void load_col_tile(const PassParams& P, long long p, 
 // output rows of channels c, c + 1 in the position layout.
 template <int N1, int W, int nth>
 __device__ __forceinline__ void col_epilogue_scalar(const PassParams& P, long long b, long long c, int col0, int tid,
-                                                    const float2* tile) {
+                                                    const float2* tile, const unsigned short* st) {
   constexpr int TW = W + 1;
   const int N2 = P.N2, L = static_cast<int>(P.L);
   // The epilogue in the position layout: RT rows × CG neighbouring columns a thread (FillMap),
@@ -273,6 +322,10 @@ __device__ __forceinline__ void col_epilogue_scalar(const PassParams& P, long lo
   if (is_final) {
     xa = conv_chan(P, b, c);
     xb = conv_chan(P, b, c + 1);
+    if (st) {  // v21: the x0 rows staged by col_inv (stage_x0)
+      xa.row = staged_row<W>(st, 0, col0, P.R);
+      xb.row = staged_row<W>(st, 1, col0, P.R);
+    }
   }
   const long long oa = (b * P.out_rows + c) * P.Lp;  // output rows of channels c, c + 1
 #pragma unroll
@@ -450,7 +503,7 @@ __device__ __forceinline__ void fill_col_tile_vec8(const PassParams& P, long lon
 }
 template <int N1, int W, int nth>
 __device__ __forceinline__ void col_epilogue_vec8(const PassParams& P, long long b, long long c, int col0, int tid,
-                                                  const float2* tile) {
+                                                  const float2* tile, const unsigned short* st) {
   constexpr int TW = W + 1;
   const int N2 = P.N2, L = static_cast<int>(P.L), R = P.R;
   const Pos ps = pos_of(P);
@@ -459,6 +512,10 @@ __device__ __forceinline__ void col_epilogue_vec8(const PassParams& P, long long
   if (is_final) {
     xa = conv_chan<3>(P, b, c);
     xb = conv_chan<3>(P, b, c + 1);
+    if (st) {
+      xa.row = staged_row<W>(st, 0, col0, P.R);
+      xb.row = staged_row<W>(st, 1, col0, P.R);
+    }
   }
   const long long oa = (b * P.out_rows + c) * P.Lp;
   for_each_vec8_task<N1, W, nth>(tid, col0, N2, R, [&](const Vec8Task& k) {
@@ -522,16 +579,30 @@ __device__ __forceinline__ void fill_col_tile(const PassParams& P, long long b, 
   }
   fill_col_tile_scalar<N1, W, nth>(P, b, c, col0, tid, tile);
 }
+// st: the x0 rows staged by stage_x0, or null (global memory).
 template <int N1, int W, int nth, bool kVec8>
 __device__ __forceinline__ void col_epilogue(const PassParams& P, long long b, long long c, int col0, int tid,
-                                             const float2* tile) {
+                                             const float2* tile, const unsigned short* st = nullptr) {
   if constexpr (kVec8) {
     if (vec8_epilogue(P)) {
-      col_epilogue_vec8<N1, W, nth>(P, b, c, col0, tid, tile);
+      col_epilogue_vec8<N1, W, nth>(P, b, c, col0, tid, tile, st);
       return;
     }
   }
-  col_epilogue_scalar<N1, W, nth>(P, b, c, col0, tid, tile);
+  col_epilogue_scalar<N1, W, nth>(P, b, c, col0, tid, tile, st);
+}
+// v21, pass A⁻¹: issues the copies of the x0 gate's two rows into the tile's rows n1 ≥ N1/2
+// (free once the inverse FFT is done: the epilogue reads rows below N1/2 only; 2·(W + 2)·R·2
+// bytes fit their (N1/2)·(W + 1)·8 since R ≤ N1/2). Returns the staging area, or null where the
+// block reads global memory. The caller waits (__pipeline_wait_prior(0)) before its barrier.
+template <int N1, int W, int nth>
+__device__ __forceinline__ const unsigned short* stage_x0(const PassParams& P, long long b, long long c, int col0,
+                                                          int tid, float2* tile) {
+  if (P.dst != kDstFinal || !stage_block(P, col0)) return nullptr;
+  unsigned short* st = reinterpret_cast<unsigned short*>(tile + (N1 / 2) * (W + 1));
+  const void* rows[2] = {zt_row(P, b, c), zt_row(P, b, c + 1)};
+  stage_issue<W, nth, 2>(rows, col0, P.R, tid, st);
+  return st;
 }
 
 }  // namespace longmix::fused

@@ -136,13 +136,16 @@ __device__ __forceinline__ void col_inv(const PassParams& P) {
   __syncthreads();
   FFT().execute(td, smem);
   __syncthreads();
+  // v21: the x0 rows copied into the tile's upper rows while the lower ones are written
+  const unsigned short* st = stage_x0<N1, W, nth>(P, b, c, col0, tid, tile);
 #pragma unroll
   for (int i = 0; i < FFT::elements_per_thread; ++i) {
     const int n1 = threadIdx.x + i * FFT::stride;
     if (n1 < N1 / 2) tile[n1 * TW + w] = make_float2(td[i].x, td[i].y);
   }
+  if (st) __pipeline_wait_prior(0);
   __syncthreads();
-  col_epilogue<N1, W, nth, kVec8>(P, b, c, col0, tid, tile);
+  col_epilogue<N1, W, nth, kVec8>(P, b, c, col0, tid, tile, st);
 }
 
 // The kernels: the scalar accesses (v13's code), and the 8-row ones (P.vec8) bounded to

@@ -26,6 +26,10 @@ struct PassParams {
   // The column passes' 8-row kernels (hyena_fused_cols.cuh): R % 8 == 0 and chosen by the plan
   // (HyenaFusedOptions::col_access).
   bool vec8 = false;
+  // v21: the signal's pass A (kSrcConvProduct) and the final pass A⁻¹ stage the short convs'
+  // rows of a block in shared memory (hyena_fused_cols.cuh, stage_rows); set by the plan where
+  // hyena_fused_stages holds (R % 8 == 0, K = 3, cuFFTDx columns).
+  bool stage = false;
   long long half_D = 0;                  // channel pairs per batch element
   bool bf16 = false;                     // storage dtype of zT and the final output
   const void* zT = nullptr;              // (B, C, Lp) in_proj output without its bias

@@ -99,7 +99,7 @@
 #   gemmenum  v20: the projections' GEMM tuning with cuBLASLt's enumerated configurations
 #            (LONGMIX_GEMM_TUNE=enumerate) against the heuristic's candidates (=1), same binary, same
 #            call, two rounds, D = 256 and 1024, the choices logged; GpuGemmTune; ncu at 128k
-#   stage    v21: the short convs' rows staged in shared memory (LONGMIX_FUSED_STAGE=off|on) A/B,
+#   stage    v21: time rows staged in shared memory (LONGMIX_FUSED_STAGE=off|signal|on) A/B,
 #            tests, sanitizers, ncu at 128k
 #   glue     flash-cudnn layer scope at D = 1024 (H = 16) 4k..128k with PyTorch's cuDNN and FA2
 #            layers in the same call; flash-cudnn core scope at 128k, D = 256 (the memory row)
@@ -609,7 +609,7 @@ for stage in "$@"; do
       done
       tar -C $OUT -czf $OUT/ncu_ab.tgz $(cd $OUT && ls ncu_ab_*.txt) && rm -f $OUT/ncu_ab_*.txt
       ;;
-    stage)  # v21: the short convs' rows staged by cp.async (LONGMIX_FUSED_STAGE=off|on; on is the
+    stage)  # v21: time rows staged by cp.async (LONGMIX_FUSED_STAGE=off|signal|on; on is the
             # default), same binary, same call, two rounds; the GpuHyenaFused tests (staged against
             # global bit for bit), the Hyena GPU tests at the default; memcheck and racecheck on
             # the short staged test; ncu kernel times at 128k of both; the column kernels' registers
@@ -618,7 +618,7 @@ for stage in "$@"; do
       grep -E "^\[  (PASSED|FAILED) |staged vs|FAILED  \]|Failure" $OUT/gpu_test_stage.log | tee -a $LOG
       hyena_tests
       sanitize 'GpuHyenaFused.StagedShortConvRowsMatchTheGlobalOnesShort' staged
-      env_ab stage LONGMIX_FUSED_STAGE "off on" ${STAGE_L:-4096,16384,65536,131072,524288,1048576} stage.txt 200
+      env_ab stage LONGMIX_FUSED_STAGE "off signal on" ${STAGE_L:-4096,65536,131072,1048576} stage.txt 200
       for v in off on; do
         LONGMIX_FUSED_STAGE=$v ncu_fused_forward $B/bench_hyena_fused $OUT/ncu_128k_stage_$v.txt
       done

@@ -344,8 +344,8 @@ TEST(GpuHyenaFused, EightRowColumnAccessesMatchTheScalarOnes) {
   be->release_cached();
 }
 
-// v21: the short convs' rows staged in shared memory (HyenaFusedOptions::stage) against the
-// global loads, under each column access: the same loads of the same values, so the outputs must
+// v21: the short convs' rows and the filter's h rows and time grid staged in shared memory
+// (HyenaFusedOptions::stage) against the global loads, under each column access: the same loads of the same values, so the outputs must
 // be bit-identical. Every case has R % 8 == 0, or nothing would be staged; L ≤ 4096 against
 // float64 too.
 struct StageCase {
@@ -546,8 +546,17 @@ TEST(HyenaFusedStagePolicy, NeedsWholeRunsTheThreeTapFilterAndCufftdxColumns) {
   EXPECT_FALSE(hyena_fused_stages(opt, 256, 3, true));
   opt.stage = Stage::kOff;
   EXPECT_FALSE(hyena_fused_stages(opt, 256, 3, false));
+  EXPECT_FALSE(hyena_fused_stages_filter(opt, 256, false));
   opt.stage = Stage::kOn;
   EXPECT_TRUE(hyena_fused_stages(opt, 24, 3, false));
+  EXPECT_TRUE(hyena_fused_stages_filter(opt, 24, false));
+  EXPECT_FALSE(hyena_fused_stages_filter(opt, 20, false));
+  EXPECT_FALSE(hyena_fused_stages_filter(opt, 24, true));
+  opt.stage = Stage::kSignal;
+  EXPECT_TRUE(hyena_fused_stages(opt, 256, 3, false));
+  EXPECT_FALSE(hyena_fused_stages_filter(opt, 256, false));
+  opt.stage = Stage::kAuto;
+  EXPECT_TRUE(hyena_fused_stages_filter(opt, 256, false));
 }
 
 // Where the filter's path overlaps the signal's (no GPU needed): auto up to 32k, never cached.

@@ -344,6 +344,8 @@ struct HyenaFusedPlan::Impl {
     P.src = fused::kSrcFilter;
     P.h = h;
     P.T = tf;
+    P.stage = hyena_fused_stages_filter(opt, R, col_tc) && reinterpret_cast<std::uintptr_t>(h) % 16 == 0 &&
+              reinterpret_cast<std::uintptr_t>(P.tgrid) % 16 == 0;
     col(true, P, Dh / 2, s);
   }
 
@@ -684,7 +686,7 @@ HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt) {
                        {{"auto", RowPairs::kAuto}, {"1", RowPairs::kOne}, {"2", RowPairs::kTwo}, {"4", RowPairs::kFour}},
                        &opt.row_pairs);
   using Stage = HyenaFusedOptions::Stage;
-  env_choice<Stage>("LONGMIX_FUSED_STAGE", {{"auto", Stage::kAuto}, {"off", Stage::kOff}, {"on", Stage::kOn}},
+  env_choice<Stage>("LONGMIX_FUSED_STAGE", {{"auto", Stage::kAuto}, {"off", Stage::kOff}, {"signal", Stage::kSignal}, {"on", Stage::kOn}},
                     &opt.stage);
   return opt;
 }

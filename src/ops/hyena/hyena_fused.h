@@ -132,14 +132,16 @@ struct HyenaFusedOptions {
   enum class RowPairs { kAuto, kOne, kTwo, kFour };
   RowPairs row_pairs = RowPairs::kAuto;
   static constexpr int kRowPairsMaxN2 = 256;  // the longest rows with the 2- and 4-pair kernels
-  // v21: the short convs' rows of a column block staged in shared memory by cp.async (every
-  // 16-byte copy of the block in flight at once) before the signal's pass A reads its taps
-  // (scalar path) and before pass A⁻¹'s epilogue reads the x0 gate's (either path), instead of
-  // each thread's dependent 2-byte (16-byte) global loads. Where R % 8 == 0, K = 3 and the
-  // columns run on cuFFTDx (stage_applies); the block of columns 0 … W − 1, whose taps wrap to
-  // the row before, reads global memory as before. The same loads of the same values, so the
-  // outputs are bit-identical. kAuto: on.
-  enum class Stage { kAuto, kOff, kOn };
+  // v21: a column block's time rows staged in shared memory by cp.async (every 16-byte copy of
+  // the block in flight at once) instead of each thread's dependent 2-byte (or 16-byte) global
+  // loads: the short convs' rows before the signal's pass A reads its taps (scalar path) and
+  // before pass A⁻¹'s epilogue reads the x0 gate's (either path); and the filter's h rows and
+  // time grid before the filter's pass A reads them (either path). Where R % 8 == 0 and the
+  // columns run on cuFFTDx, the short convs' rows only for K = 3 (hyena_fused_stages); the
+  // block of columns 0 … W − 1, whose taps wrap to the row before, reads global memory as
+  // before. The same loads of the same values, so the outputs are bit-identical. kSignal: the
+  // short convs' rows only; kOn and kAuto (the default): both.
+  enum class Stage { kAuto, kOff, kSignal, kOn };
   Stage stage = Stage::kAuto;
 };
 
@@ -147,6 +149,11 @@ struct HyenaFusedOptions {
 // column, short filter length K, the columns on tensor cores or not.
 inline bool hyena_fused_stages(const HyenaFusedOptions& o, std::int64_t R, int K, bool col_tc) {
   return o.stage != HyenaFusedOptions::Stage::kOff && R % 8 == 0 && K == 3 && !col_tc;
+}
+// The same for the filter's h rows and time grid (no short conv).
+inline bool hyena_fused_stages_filter(const HyenaFusedOptions& o, std::int64_t R, bool col_tc) {
+  using S = HyenaFusedOptions::Stage;
+  return (o.stage == S::kAuto || o.stage == S::kOn) && R % 8 == 0 && !col_tc;
 }
 
 // Row pairs a block of pass B's cuFFTDx kernels for row size N2 (1, 2 or 4).
@@ -196,7 +203,7 @@ inline bool hyena_fused_signal_uses_vec8(const HyenaFusedOptions& o, std::int64_
 // options are built: LONGMIX_FUSED_SPLIT=wide|tall, LONGMIX_FUSED_ROW=cufftdx|auto|direct,
 // LONGMIX_FUSED_COL=cufftdx|auto|tensor, LONGMIX_FUSED_OVERLAP=off|auto|on,
 // LONGMIX_FUSED_ACCESS=auto|scalar|vec8, LONGMIX_FUSED_SIGNAL_ACCESS=auto|scalar|vec8,
-// LONGMIX_FUSED_ROW_PAIRS=auto|1|2|4, LONGMIX_FUSED_STAGE=auto|off|on,
+// LONGMIX_FUSED_ROW_PAIRS=auto|1|2|4, LONGMIX_FUSED_STAGE=auto|off|signal|on,
 // LONGMIX_GEMM_TUNE=0 (the heuristic's first choices) | 1 (its candidates timed, the default) |
 // enumerate (also every configuration cuBLASLt enumerates). A value it does not know is an error.
 HyenaFusedOptions hyena_fused_options_from_env(HyenaFusedOptions opt = {});

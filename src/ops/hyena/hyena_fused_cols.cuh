@@ -224,6 +224,36 @@ __device__ __forceinline__ const void* staged_row(const unsigned short* dst, int
   return dst + j * stage_span<W>(R) - (col0 - 2) * R;
 }
 
+// v21, the filter's pass A: the block's h rows of both channels (positions [col0·R, (col0 + W)·R),
+// no taps) and the time grid's (fp32) staged in the tile's rows n1 ≥ N1/2, which pass A's
+// prologue never writes (the zero half): 2·W·R·2 + W·R·4 bytes fit their (N1/2)·(W + 1)·8 since
+// R ≤ N1/2. Every block stages (nothing wraps); the prologue then reads h and the time grid from
+// there. Waits and synchronises itself.
+template <int N1, int W, int nth>
+__device__ __forceinline__ void stage_filter(const PassParams& P, Source& sa, Source& sb, int col0, int tid,
+                                             float2* tile) {
+  const int R = P.R, run = W * R, lo = col0 * R;
+  unsigned short* sh = reinterpret_cast<unsigned short*>(tile + (N1 / 2) * (W + 1));
+  float* stg = reinterpret_cast<float*>(sh + 2 * run);
+  const int hchunks = run / 8, tchunks = run / 4;  // 16-byte pieces: 8 halves, 4 floats
+  for (int i = tid; i < 2 * hchunks + tchunks; i += nth) {
+    if (i < 2 * hchunks) {
+      const int j = i / hchunks, k = i - j * hchunks;
+      const __half* row = j ? sb.h : sa.h;
+      __pipeline_memcpy_async(sh + j * run + 8 * k, row + lo + 8 * k, 16);
+    } else {
+      const int k = i - 2 * hchunks;
+      __pipeline_memcpy_async(stg + 4 * k, sa.tgrid + lo + 4 * k, 16);
+    }
+  }
+  __pipeline_commit();
+  sa.h = reinterpret_cast<const __half*>(sh) - lo;
+  sb.h = reinterpret_cast<const __half*>(sh + run) - lo;
+  sa.tgrid = sb.tgrid = stg - lo;
+  __pipeline_wait_prior(0);
+  __syncthreads();
+}
+
 // The column passes' tile: W neighbouring columns (col0 …) of one pair as [N1][W + 1] float2
 // (one padding column), nth threads a block, tid the thread's index.
 //
@@ -242,6 +272,7 @@ __device__ __forceinline__ void fill_col_tile_scalar(const PassParams& P, long l
   // v21: the four short-conv rows staged in the tile's space (block-uniform); 4·(W + 2)·R·2
   // bytes fit the tile's N1·(W + 1)·8 since R ≤ N1/2. Everything is read from there into
   // registers before the first tile store (the barrier below).
+  if (P.src == kSrcFilter && P.stage) stage_filter<N1, W, nth>(P, sa, sb, col0, tid, tile);
   const bool staged = P.src == kSrcConvProduct && stage_block(P, col0);
   if (staged) {
     unsigned short* st = reinterpret_cast<unsigned short*>(tile);
@@ -484,7 +515,8 @@ __device__ __forceinline__ void fill_col_tile_vec8(const PassParams& P, long lon
                                                    float2* tile) {
   constexpr int TW = W + 1;
   const int N2 = P.N2, L = static_cast<int>(P.L), R = P.R;
-  const Source sa = make_source<3>(P, b, c), sb = make_source<3>(P, b, c + 1);
+  Source sa = make_source<3>(P, b, c), sb = make_source<3>(P, b, c + 1);
+  if (P.src == kSrcFilter && P.stage) stage_filter<N1, W, nth>(P, sa, sb, col0, tid, tile);
   const Pos ps = pos_of(P);
   for_each_vec8_task<N1, W, nth>(tid, col0, N2, R, [&](const Vec8Task& k) {
     const int w = k.w, n1 = k.n1, n2 = k.n2, t0 = k.t0, p = k.p;

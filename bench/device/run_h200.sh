@@ -609,14 +609,14 @@ for stage in "$@"; do
       done
       tar -C $OUT -czf $OUT/ncu_ab.tgz $(cd $OUT && ls ncu_ab_*.txt) && rm -f $OUT/ncu_ab_*.txt
       ;;
-    stage)  # v21: time rows staged by cp.async (LONGMIX_FUSED_STAGE=off|signal|on; on is the
-            # default), same binary, same call, two rounds; the GpuHyenaFused tests (staged against
-            # global bit for bit), the Hyena GPU tests at the default; memcheck and racecheck on
+    stage)  # v21: time rows staged by cp.async (LONGMIX_FUSED_STAGE=off|signal|on; off is the
+            # default until this has run), same binary, same call, two rounds; the GpuHyenaFused tests (staged against
+            # global bit for bit), the Hyena GPU tests staged; memcheck and racecheck on
             # the short staged test; ncu kernel times at 128k of both; the column kernels' registers
       timeout 300 $B/gpu_test --gtest_filter='GpuHyenaFused.*:HyenaFused*' > $OUT/gpu_test_stage.log 2>&1
       echo "GpuHyenaFused rc=$?" | tee -a $LOG
       grep -E "^\[  (PASSED|FAILED) |staged vs|FAILED  \]|Failure" $OUT/gpu_test_stage.log | tee -a $LOG
-      hyena_tests
+      LONGMIX_FUSED_STAGE=on hyena_tests
       sanitize 'GpuHyenaFused.StagedShortConvRowsMatchTheGlobalOnesShort' staged
       env_ab stage LONGMIX_FUSED_STAGE "off signal on" ${STAGE_L:-4096,65536,131072,1048576} stage.txt 200
       for v in off on; do

@@ -535,28 +535,99 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
   for (const char* n : kHyenaFusedEnvSwitches) unsetenv(n);
 }
 
+// v21's staging layout (no GPU needed), for every plan shape it applies to (R % 8 == 0) from
+// N1 = 64 to 2048 at D = 256 and 1024: every position a staged block's short convs read (the
+// scalar path's taps t, t − 1, t − 2 of its rows n1 < N1/2 below L; the 8-row path's 16-byte runs
+// at p, p − R, p − 2R) lies in the staged run; every staged area fits where it is put (the
+// signal's four rows in the tile, pass A⁻¹'s two x0 rows and the filter's h rows and time grid in
+// its rows n1 ≥ N1/2); every copy starts and ends on 16 bytes.
+int col_width_for_test(int n1) {
+  switch (n1) {
+    case 64: return fused::col_width<64>();
+    case 128: return fused::col_width<128>();
+    case 256: return fused::col_width<256>();
+    case 512: return fused::col_width<512>();
+    case 1024: return fused::col_width<1024>();
+    case 2048: return fused::col_width<2048>();
+    default: return 0;
+  }
+}
+TEST(HyenaFusedStageLayout, EveryStagedLoadLiesInTheRunAndEveryRunFitsTheTile) {
+  std::set<int> sizes;
+  int shapes = 0;
+  for (const std::int64_t D : {256, 1024}) {
+    for (const std::int64_t L : {3072, 4096, 8192, 16384, 32768, 65536, 131000, 131072, 262144, 516000, 524288,
+                                 1048576, 2097152}) {
+      int N1 = 0, N2 = 0;
+      hyena_fused_split(hyena_fused_fft_size(L), D, HyenaFusedOptions::Split::kAuto, &N1, &N2);
+      const int R = static_cast<int>((L + N2 - 1) / N2), W = col_width_for_test(N1);
+      ASSERT_GT(W, 0) << "N1=" << N1;
+      if (R % 8 != 0) continue;
+      ++shapes;
+      sizes.insert(N1);
+      const std::string at = "L=" + std::to_string(L) + " D=" + std::to_string(D) + " N1=" + std::to_string(N1) +
+                             " N2=" + std::to_string(N2) + " W=" + std::to_string(W) + " R=" + std::to_string(R);
+      const long long tile = fused::col_tile_bytes(N1, W);
+      EXPECT_LE(fused::stage_signal_bytes(W, R), tile) << at;
+      EXPECT_LE(fused::stage_x0_bytes(W, R), tile / 2) << at;
+      EXPECT_LE(fused::stage_filter_bytes(W, R), tile / 2) << at;
+      EXPECT_EQ(tile / 2 % 16, 0) << at;
+      EXPECT_EQ(fused::stage_span(W, R) * 2 % 16, 0) << at;
+      EXPECT_EQ(2LL * W * R * 2 % 16, 0) << at;  // the filter's time grid after its two h rows
+      bool inside = true;
+      for (int col0 = W; col0 < N2 && inside; col0 += W) {  // every block but the first (W ≥ 2)
+        const int first = fused::stage_first(col0, R), span = fused::stage_span(W, R);
+        EXPECT_EQ(first * 2 % 16, 0) << at;
+        for (int n1 = 0; n1 < N1 / 2 && inside; ++n1) {
+          for (int w = 0; w < W; ++w) {
+            for (int j = 0; j < 3; ++j) {  // the scalar path's loads
+              const long long t = static_cast<long long>(n1) * N2 + col0 + w - j;
+              if (t < 0 || t >= L) continue;
+              const long long q = fused::pos_at(t, N2, R) - first;
+              if (q < 0 || q >= span) {
+                inside = false;
+                ADD_FAILURE() << at << " col0=" << col0 << " t=" << t << " at " << q << " of " << span;
+                break;
+              }
+            }
+            if (n1 % 8 == 0 && n1 < R) {  // the 8-row path's runs of columns n2, n2 − 1, n2 − 2
+              const long long p = static_cast<long long>(col0 + w) * R + n1 - first;
+              if (p - 2 * R < 0 || p + 8 > span) {
+                inside = false;
+                ADD_FAILURE() << at << " col0=" << col0 << " 8-row run at " << p << " of " << span;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(shapes, 20);
+  EXPECT_EQ(sizes, (std::set<int>{64, 128, 256, 512, 1024, 2048}));
+}
+
 // Where the column passes stage the short convs' rows (no GPU needed): R % 8 == 0, K = 3,
 // cuFFTDx columns, and not switched off.
 TEST(HyenaFusedStagePolicy, NeedsWholeRunsTheThreeTapFilterAndCufftdxColumns) {
   using Stage = HyenaFusedOptions::Stage;
-  HyenaFusedOptions opt;
-  EXPECT_TRUE(hyena_fused_stages(opt, 256, 3, false));
-  EXPECT_FALSE(hyena_fused_stages(opt, 196, 3, false));  // L = 100000 at 512 × 512
-  EXPECT_FALSE(hyena_fused_stages(opt, 256, 5, false));
-  EXPECT_FALSE(hyena_fused_stages(opt, 256, 3, true));
-  opt.stage = Stage::kOff;
+  HyenaFusedOptions opt;  // kAuto: off until measured on a GPU
   EXPECT_FALSE(hyena_fused_stages(opt, 256, 3, false));
   EXPECT_FALSE(hyena_fused_stages_filter(opt, 256, false));
   opt.stage = Stage::kOn;
+  EXPECT_TRUE(hyena_fused_stages(opt, 256, 3, false));
   EXPECT_TRUE(hyena_fused_stages(opt, 24, 3, false));
+  EXPECT_FALSE(hyena_fused_stages(opt, 196, 3, false));  // L = 100000 at 512 × 512
+  EXPECT_FALSE(hyena_fused_stages(opt, 256, 5, false));
+  EXPECT_FALSE(hyena_fused_stages(opt, 256, 3, true));
   EXPECT_TRUE(hyena_fused_stages_filter(opt, 24, false));
   EXPECT_FALSE(hyena_fused_stages_filter(opt, 20, false));
   EXPECT_FALSE(hyena_fused_stages_filter(opt, 24, true));
   opt.stage = Stage::kSignal;
   EXPECT_TRUE(hyena_fused_stages(opt, 256, 3, false));
   EXPECT_FALSE(hyena_fused_stages_filter(opt, 256, false));
-  opt.stage = Stage::kAuto;
-  EXPECT_TRUE(hyena_fused_stages_filter(opt, 256, false));
+  opt.stage = Stage::kOff;
+  EXPECT_FALSE(hyena_fused_stages(opt, 256, 3, false));
+  EXPECT_FALSE(hyena_fused_stages_filter(opt, 256, false));
 }
 
 // Where the filter's path overlaps the signal's (no GPU needed): auto up to 32k, never cached.

@@ -140,7 +140,9 @@ struct HyenaFusedOptions {
   // columns run on cuFFTDx, the short convs' rows only for K = 3 (hyena_fused_stages); the
   // block of columns 0 … W − 1, whose taps wrap to the row before, reads global memory as
   // before. The same loads of the same values, so the outputs are bit-identical. kSignal: the
-  // short convs' rows only; kOn and kAuto (the default): both.
+  // short convs' rows only; kOn: both. kAuto (the default): off — written on 2026-12-08 when no
+  // GPU could be lent after it was built, so neither its tests nor its A/B
+  // (`run_h200.sh stage`) have run on a GPU yet.
   enum class Stage { kAuto, kOff, kSignal, kOn };
   Stage stage = Stage::kAuto;
 };
@@ -148,12 +150,13 @@ struct HyenaFusedOptions {
 // Whether the column passes stage the short convs' rows (HyenaFusedOptions::stage): R rows a
 // column, short filter length K, the columns on tensor cores or not.
 inline bool hyena_fused_stages(const HyenaFusedOptions& o, std::int64_t R, int K, bool col_tc) {
-  return o.stage != HyenaFusedOptions::Stage::kOff && R % 8 == 0 && K == 3 && !col_tc;
+  using S = HyenaFusedOptions::Stage;
+  return (o.stage == S::kSignal || o.stage == S::kOn) && R % 8 == 0 && K == 3 && !col_tc;
 }
 // The same for the filter's h rows and time grid (no short conv).
 inline bool hyena_fused_stages_filter(const HyenaFusedOptions& o, std::int64_t R, bool col_tc) {
   using S = HyenaFusedOptions::Stage;
-  return (o.stage == S::kAuto || o.stage == S::kOn) && R % 8 == 0 && !col_tc;
+  return o.stage == S::kOn && R % 8 == 0 && !col_tc;
 }
 
 // Row pairs a block of pass B's cuFFTDx kernels for row size N2 (1, 2 or 4).

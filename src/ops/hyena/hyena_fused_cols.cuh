@@ -206,22 +206,21 @@ __device__ __forceinline__ const void* zt_row(const PassParams& P, long long b, 
   return static_cast<const unsigned short*>(P.zT) + (b * P.C + ch) * P.Lp;
 }
 __device__ __forceinline__ bool stage_block(const PassParams& P, int col0) { return P.stage && P.K == 3 && col0 >= 2; }
-template <int W>
-__device__ __forceinline__ int stage_span(int R) { return (W + 2) * R; }
 // Issues the copies of kRows rows (one commit group); the caller waits and synchronises.
 template <int W, int nth, int kRows>
 __device__ __forceinline__ void stage_issue(const void* const (&rows)[kRows], int col0, int R, int tid,
                                             unsigned short* dst) {
-  const int span = stage_span<W>(R), chunks = span / 8, lo = (col0 - 2) * R;
-  for (int i = tid; i < kRows * chunks; i += nth) {
-    const int j = i / chunks, k = i - j * chunks;
-    __pipeline_memcpy_async(dst + j * span + 8 * k, static_cast<const unsigned short*>(rows[j]) + lo + 8 * k, 16);
+  const int span = stage_span(W, R), chunks = span / 8, lo = stage_first(col0, R);
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {  // j known at compile time: rows[] stays in registers
+    const unsigned short* src = static_cast<const unsigned short*>(rows[j]) + lo;
+    for (int k = tid; k < chunks; k += nth) __pipeline_memcpy_async(dst + j * span + 8 * k, src + 8 * k, 16);
   }
   __pipeline_commit();
 }
 template <int W>
 __device__ __forceinline__ const void* staged_row(const unsigned short* dst, int j, int col0, int R) {
-  return dst + j * stage_span<W>(R) - (col0 - 2) * R;
+  return dst + j * stage_span(W, R) - stage_first(col0, R);
 }
 
 // v21, the filter's pass A: the block's h rows of both channels (positions [col0·R, (col0 + W)·R),
@@ -236,16 +235,11 @@ __device__ __forceinline__ void stage_filter(const PassParams& P, Source& sa, So
   unsigned short* sh = reinterpret_cast<unsigned short*>(tile + (N1 / 2) * (W + 1));
   float* stg = reinterpret_cast<float*>(sh + 2 * run);
   const int hchunks = run / 8, tchunks = run / 4;  // 16-byte pieces: 8 halves, 4 floats
-  for (int i = tid; i < 2 * hchunks + tchunks; i += nth) {
-    if (i < 2 * hchunks) {
-      const int j = i / hchunks, k = i - j * hchunks;
-      const __half* row = j ? sb.h : sa.h;
-      __pipeline_memcpy_async(sh + j * run + 8 * k, row + lo + 8 * k, 16);
-    } else {
-      const int k = i - 2 * hchunks;
-      __pipeline_memcpy_async(stg + 4 * k, sa.tgrid + lo + 4 * k, 16);
-    }
+  for (int k = tid; k < hchunks; k += nth) {
+    __pipeline_memcpy_async(sh + 8 * k, sa.h + lo + 8 * k, 16);
+    __pipeline_memcpy_async(sh + run + 8 * k, sb.h + lo + 8 * k, 16);
   }
+  for (int k = tid; k < tchunks; k += nth) __pipeline_memcpy_async(stg + 4 * k, sa.tgrid + lo + 4 * k, 16);
   __pipeline_commit();
   sa.h = reinterpret_cast<const __half*>(sh) - lo;
   sb.h = reinterpret_cast<const __half*>(sh + run) - lo;
@@ -259,7 +253,7 @@ __device__ __forceinline__ void stage_filter(const PassParams& P, Source& sa, So
 //
 // pass A's prologue: the source of channels c, c + 1 at rows n1 < N1/2 (the rows past it, the
 // zero padding, are never written: the transforms take them as zero).
-template <int N1, int W, int nth>
+template <int N1, int W, int nth, bool kStage = false>
 __device__ __forceinline__ void fill_col_tile_scalar(const PassParams& P, long long b, long long c, int col0, int tid,
                                                      float2* tile) {
   constexpr int TW = W + 1;
@@ -272,8 +266,11 @@ __device__ __forceinline__ void fill_col_tile_scalar(const PassParams& P, long l
   // v21: the four short-conv rows staged in the tile's space (block-uniform); 4·(W + 2)·R·2
   // bytes fit the tile's N1·(W + 1)·8 since R ≤ N1/2. Everything is read from there into
   // registers before the first tile store (the barrier below).
-  if (P.src == kSrcFilter && P.stage) stage_filter<N1, W, nth>(P, sa, sb, col0, tid, tile);
-  const bool staged = P.src == kSrcConvProduct && stage_block(P, col0);
+  bool staged = false;
+  if constexpr (kStage) {
+    if (P.src == kSrcFilter && P.stage) stage_filter<N1, W, nth>(P, sa, sb, col0, tid, tile);
+    staged = P.src == kSrcConvProduct && stage_block(P, col0);
+  }
   if (staged) {
     unsigned short* st = reinterpret_cast<unsigned short*>(tile);
     const void* rows[4] = {sa.a.row, sa.g.row, sb.a.row, sb.g.row};
@@ -338,7 +335,7 @@ __device__ __forceinline__ void load_col_tile(const PassParams& P, long long p, 
 // pass A⁻¹'s epilogue: the tile's rows n1 < N1/2 (times below L) times the x0 gate (short
 // conv on the fly; final step) or as they stand (the fp32 prev of an order > 2), written to the
 // output rows of channels c, c + 1 in the position layout.
-template <int N1, int W, int nth>
+template <int N1, int W, int nth, bool kStage>
 __device__ __forceinline__ void col_epilogue_scalar(const PassParams& P, long long b, long long c, int col0, int tid,
                                                     const float2* tile, const unsigned short* st) {
   constexpr int TW = W + 1;
@@ -353,9 +350,11 @@ __device__ __forceinline__ void col_epilogue_scalar(const PassParams& P, long lo
   if (is_final) {
     xa = conv_chan(P, b, c);
     xb = conv_chan(P, b, c + 1);
-    if (st) {  // v21: the x0 rows staged by col_inv (stage_x0)
-      xa.row = staged_row<W>(st, 0, col0, P.R);
-      xb.row = staged_row<W>(st, 1, col0, P.R);
+    if constexpr (kStage) {
+      if (st) {  // v21: the x0 rows staged by col_inv (stage_x0)
+        xa.row = staged_row<W>(st, 0, col0, P.R);
+        xb.row = staged_row<W>(st, 1, col0, P.R);
+      }
     }
   }
   const long long oa = (b * P.out_rows + c) * P.Lp;  // output rows of channels c, c + 1
@@ -510,13 +509,14 @@ __device__ __forceinline__ void for_each_vec8_task(int tid, int col0, int N2, in
     f(vec8_task(task, W, col0, N2, R));
   }
 }
-template <int N1, int W, int nth>
+template <int N1, int W, int nth, bool kStage = false>
 __device__ __forceinline__ void fill_col_tile_vec8(const PassParams& P, long long b, long long c, int col0, int tid,
                                                    float2* tile) {
   constexpr int TW = W + 1;
   const int N2 = P.N2, L = static_cast<int>(P.L), R = P.R;
   Source sa = make_source<3>(P, b, c), sb = make_source<3>(P, b, c + 1);
-  if (P.src == kSrcFilter && P.stage) stage_filter<N1, W, nth>(P, sa, sb, col0, tid, tile);
+  if constexpr (kStage)
+    if (P.src == kSrcFilter && P.stage) stage_filter<N1, W, nth>(P, sa, sb, col0, tid, tile);
   const Pos ps = pos_of(P);
   for_each_vec8_task<N1, W, nth>(tid, col0, N2, R, [&](const Vec8Task& k) {
     const int w = k.w, n1 = k.n1, n2 = k.n2, t0 = k.t0, p = k.p;
@@ -533,7 +533,7 @@ __device__ __forceinline__ void fill_col_tile_vec8(const PassParams& P, long lon
     for (int i = 0; i < 8; ++i) tile[(n1 + i) * TW + w] = make_float2(xa[i], xb[i]);
   });
 }
-template <int N1, int W, int nth>
+template <int N1, int W, int nth, bool kStage>
 __device__ __forceinline__ void col_epilogue_vec8(const PassParams& P, long long b, long long c, int col0, int tid,
                                                   const float2* tile, const unsigned short* st) {
   constexpr int TW = W + 1;
@@ -544,9 +544,11 @@ __device__ __forceinline__ void col_epilogue_vec8(const PassParams& P, long long
   if (is_final) {
     xa = conv_chan<3>(P, b, c);
     xb = conv_chan<3>(P, b, c + 1);
-    if (st) {
-      xa.row = staged_row<W>(st, 0, col0, P.R);
-      xb.row = staged_row<W>(st, 1, col0, P.R);
+    if constexpr (kStage) {
+      if (st) {
+        xa.row = staged_row<W>(st, 0, col0, P.R);
+        xb.row = staged_row<W>(st, 1, col0, P.R);
+      }
     }
   }
   const long long oa = (b * P.out_rows + c) * P.Lp;
@@ -600,28 +602,29 @@ __device__ __forceinline__ void col_epilogue_vec8(const PassParams& P, long long
 // where the source or the output needs no short conv or a K = 3 one, else the scalar path.
 __device__ __forceinline__ bool vec8_fill(const PassParams& P) { return P.src == kSrcFilter || P.K == 3; }
 __device__ __forceinline__ bool vec8_epilogue(const PassParams& P) { return P.dst != kDstFinal || P.K == 3; }
-template <int N1, int W, int nth, bool kVec8>
+// kStage: the kernels built for PassParams::stage (v21; the others compile none of its code).
+template <int N1, int W, int nth, bool kVec8, bool kStage = false>
 __device__ __forceinline__ void fill_col_tile(const PassParams& P, long long b, long long c, int col0, int tid,
                                               float2* tile) {
   if constexpr (kVec8) {
     if (vec8_fill(P)) {
-      fill_col_tile_vec8<N1, W, nth>(P, b, c, col0, tid, tile);
+      fill_col_tile_vec8<N1, W, nth, kStage>(P, b, c, col0, tid, tile);
       return;
     }
   }
-  fill_col_tile_scalar<N1, W, nth>(P, b, c, col0, tid, tile);
+  fill_col_tile_scalar<N1, W, nth, kStage>(P, b, c, col0, tid, tile);
 }
 // st: the x0 rows staged by stage_x0, or null (global memory).
-template <int N1, int W, int nth, bool kVec8>
+template <int N1, int W, int nth, bool kVec8, bool kStage = false>
 __device__ __forceinline__ void col_epilogue(const PassParams& P, long long b, long long c, int col0, int tid,
                                              const float2* tile, const unsigned short* st = nullptr) {
   if constexpr (kVec8) {
     if (vec8_epilogue(P)) {
-      col_epilogue_vec8<N1, W, nth>(P, b, c, col0, tid, tile, st);
+      col_epilogue_vec8<N1, W, nth, kStage>(P, b, c, col0, tid, tile, st);
       return;
     }
   }
-  col_epilogue_scalar<N1, W, nth>(P, b, c, col0, tid, tile, st);
+  col_epilogue_scalar<N1, W, nth, kStage>(P, b, c, col0, tid, tile, st);
 }
 // v21, pass A⁻¹: issues the copies of the x0 gate's two rows into the tile's rows n1 ≥ N1/2
 // (free once the inverse FFT is done: the epilogue reads rows below N1/2 only; 2·(W + 2)·R·2

@@ -68,7 +68,7 @@ struct ColCfg {
 
 // pass A. Grid (N2 / W, pairs). T: (pairs, N1, N2). Indices inside a pair are 32-bit
 // (N ≤ 2^22); twiddles W^{n2·k1} for k1 = x + i·stride by recurrence from two sincospif.
-template <int N1, typename S, bool kVec8>
+template <int N1, typename S, bool kVec8, bool kStage = false>
 __device__ __forceinline__ void col_fwd(const PassParams& P) {
   using Cfg = ColCfg<N1>;
   using FFT = typename Cfg::Fwd;
@@ -81,7 +81,7 @@ __device__ __forceinline__ void col_fwd(const PassParams& P) {
   const long long p = blockIdx.y;
   long long b, c;
   pair_channels(P, p, &b, &c);
-  fill_col_tile<N1, W, nth, kVec8>(P, b, c, col0, tid, tile);
+  fill_col_tile<N1, W, nth, kVec8, kStage>(P, b, c, col0, tid, tile);
   __syncthreads();
   CT td[FFT::storage_size];
   const int w = threadIdx.y;
@@ -108,7 +108,7 @@ __device__ __forceinline__ void col_fwd(const PassParams& P) {
 }
 
 // pass A⁻¹. Grid (N2 / W, signal pairs).
-template <int N1, typename S, bool kVec8>
+template <int N1, typename S, bool kVec8, bool kStage = false>
 __device__ __forceinline__ void col_inv(const PassParams& P) {
   using Cfg = ColCfg<N1>;
   using FFT = typename Cfg::Inv;
@@ -137,15 +137,17 @@ __device__ __forceinline__ void col_inv(const PassParams& P) {
   FFT().execute(td, smem);
   __syncthreads();
   // v21: the x0 rows copied into the tile's upper rows while the lower ones are written
-  const unsigned short* st = stage_x0<N1, W, nth>(P, b, c, col0, tid, tile);
+  const unsigned short* st = nullptr;
+  if constexpr (kStage) st = stage_x0<N1, W, nth>(P, b, c, col0, tid, tile);
 #pragma unroll
   for (int i = 0; i < FFT::elements_per_thread; ++i) {
     const int n1 = threadIdx.x + i * FFT::stride;
     if (n1 < N1 / 2) tile[n1 * TW + w] = make_float2(td[i].x, td[i].y);
   }
-  if (st) __pipeline_wait_prior(0);
+  if constexpr (kStage)
+    if (st) __pipeline_wait_prior(0);
   __syncthreads();
-  col_epilogue<N1, W, nth, kVec8>(P, b, c, col0, tid, tile, st);
+  col_epilogue<N1, W, nth, kVec8, kStage>(P, b, c, col0, tid, tile, st);
 }
 
 // The kernels: the scalar accesses (v13's code), and the 8-row ones (P.vec8) bounded to
@@ -173,6 +175,19 @@ template <int N1, typename S>
 __global__ void __launch_bounds__(ColCfg<N1>::kThreads, vec8_min_blocks<N1>()) col_fwd_vec8_kernel(PassParams P) { col_fwd<N1, S, true>(P); }
 template <int N1, typename S>
 __global__ void __launch_bounds__(ColCfg<N1>::kThreads, vec8_min_blocks<N1>()) col_inv_vec8_kernel(PassParams P) { col_inv<N1, S, true>(P); }
+// v21: the same four with the time rows staged (PassParams::stage), fp16 spectra only: own
+// instantiations, so the kernels above compile none of the staging (their registers and stack
+// are v20's).
+// The scalar ones bounded like the 8-row ones (vec8_min_blocks): unbounded they took 63-64
+// registers at N1 = 512, four blocks an SM instead of the scalar kernels' five (48).
+template <int N1>
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads, vec8_min_blocks<N1>()) col_fwd_stage_kernel(PassParams P) { col_fwd<N1, __half2, false, true>(P); }
+template <int N1>
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads, vec8_min_blocks<N1>()) col_inv_stage_kernel(PassParams P) { col_inv<N1, __half2, false, true>(P); }
+template <int N1>
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads, vec8_min_blocks<N1>()) col_fwd_vec8_stage_kernel(PassParams P) { col_fwd<N1, __half2, true, true>(P); }
+template <int N1>
+__global__ void __launch_bounds__(ColCfg<N1>::kThreads, vec8_min_blocks<N1>()) col_inv_vec8_stage_kernel(PassParams P) { col_inv<N1, __half2, true, true>(P); }
 
 // Row FFTs of size N2, the two rows (k1, N1−k1) of kPairs row pairs per block (v18: 2 or 4 pairs
 // where N2 ≤ 256, whose one-pair blocks hold 16-64 threads: an SM's 32-block limit then leaves
@@ -306,6 +321,10 @@ void launch_rows(bool half, int row_pairs, const PassParams& P, long long pairs,
     CUDA_CHECK(cudaFuncSetAttribute(col_fwd_vec8_kernel<SIZE, float2>, a, CC::kSmem));                 \
     CUDA_CHECK(cudaFuncSetAttribute(col_inv_vec8_kernel<SIZE, __half2>, a, CC::kSmem));                \
     CUDA_CHECK(cudaFuncSetAttribute(col_inv_vec8_kernel<SIZE, float2>, a, CC::kSmem));                 \
+    CUDA_CHECK(cudaFuncSetAttribute(col_fwd_stage_kernel<SIZE>, a, CC::kSmem));                        \
+    CUDA_CHECK(cudaFuncSetAttribute(col_inv_stage_kernel<SIZE>, a, CC::kSmem));                        \
+    CUDA_CHECK(cudaFuncSetAttribute(col_fwd_vec8_stage_kernel<SIZE>, a, CC::kSmem));                   \
+    CUDA_CHECK(cudaFuncSetAttribute(col_inv_vec8_stage_kernel<SIZE>, a, CC::kSmem));                   \
     prepare_rows<SIZE>();                                                                              \
   }                                                                                                    \
   template <>                                                                                          \
@@ -321,7 +340,11 @@ void launch_rows(bool half, int row_pairs, const PassParams& P, long long pairs,
         col_inv_kernel<SIZE, __half2>,      col_inv_kernel<SIZE, float2>,                              \
         col_fwd_vec8_kernel<SIZE, __half2>, col_fwd_vec8_kernel<SIZE, float2>,                         \
         col_inv_vec8_kernel<SIZE, __half2>, col_inv_vec8_kernel<SIZE, float2>};                        \
-    kernels[k]<<<grid, block, Cfg::kSmem, s>>>(P);                                                     \
+    /* v21: the staged kernels (fp16 spectra; the plan sets P.stage only with them) */                \
+    void (*const staged[4])(PassParams) = {col_fwd_stage_kernel<SIZE>, col_inv_stage_kernel<SIZE>,     \
+                                           col_fwd_vec8_stage_kernel<SIZE>, col_inv_vec8_stage_kernel<SIZE>}; \
+    const auto kernel = P.stage && half ? staged[(fwd ? 0 : 1) + (P.vec8 ? 2 : 0)] : kernels[k];        \
+    kernel<<<grid, block, Cfg::kSmem, s>>>(P);                                                         \
     CUDA_CHECK_LAUNCH();                                                                               \
   }                                                                                                    \
   template <>                                                                                          \

@@ -73,6 +73,19 @@ __host__ __device__ __forceinline__ Vec8Task vec8_task(int task, int W, int col0
   return k;
 }
 
+// v21's staging (PassParams::stage, hyena_fused_cols.cuh), host and device: a column block of W
+// columns col0 … stages, per short-conv row, the positions [stage_first, stage_first +
+// stage_span) — its columns and the two before them (the K = 3 taps; col0 ≥ 2) — and, for the
+// filter, its own columns of h and the time grid. What each needs in shared memory, against the
+// tile of [N1][W + 1] float2 it lives in (the signal's in the whole tile, pass A⁻¹'s x0 rows
+// and the filter's rows in its rows n1 ≥ N1/2); tested on the host for every size.
+__host__ __device__ __forceinline__ int stage_first(int col0, int R) { return (col0 - 2) * R; }
+__host__ __device__ __forceinline__ int stage_span(int W, int R) { return (W + 2) * R; }
+__host__ __device__ __forceinline__ long long col_tile_bytes(int N1, int W) { return 8LL * N1 * (W + 1); }
+__host__ __device__ __forceinline__ long long stage_signal_bytes(int W, int R) { return 4LL * stage_span(W, R) * 2; }
+__host__ __device__ __forceinline__ long long stage_x0_bytes(int W, int R) { return 2LL * stage_span(W, R) * 2; }
+__host__ __device__ __forceinline__ long long stage_filter_bytes(int W, int R) { return 2LL * W * R * 2 + 1LL * W * R * 4; }
+
 // Launchers, one translation unit per size (hyena_fused_n<size>.cu). prepare_size sets the
 // kernels' shared-memory limits (once, outside any graph capture); col_width is W, the columns
 // of one pass-A block (N2 must be a multiple of it).

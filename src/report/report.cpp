@@ -733,6 +733,27 @@ int write_report(const std::string& dir, std::ostream& log) {
   // --- recommendations and the seed's expectation ----------------------------------------------
   if (fs::exists(dir + "/peers.json")) md << peers_section(curves, read_peers(dir + "/peers.json"));
   md << "\n## Recommendations (derived from the findings above)\n\n";
+  // A curve's measured time at length L, if it has one.
+  auto time_at = [&](const std::string& label, double L) -> std::optional<double> {
+    for (const auto& cv : curves)
+      if (cv.label() == label)
+        for (const auto& [l, ms] : cv.measured_time())
+          if (l == L) return ms;
+    return std::nullopt;
+  };
+  // The order of two medians closer than this is not settled by one run: the same build's time
+  // moved ~3% between calls with identical kernels in this project's A/B runs (bench/NOTES.md,
+  // hyena-fused v20, H100).
+  constexpr double kLevel = 0.03;
+  auto level_note = [&](const CrossoverFinding& c, double L, bool hyena_faster) -> std::string {
+    const auto tf = time_at(c.flash, L), th = time_at(c.hyena, L);
+    if (!tf || !th || *tf <= 0 || *th <= 0) return "";
+    const double lead = hyena_faster ? *tf / *th - 1 : *th / *tf - 1;
+    if (lead < 0 || lead >= kLevel) return "";
+    return " At " + length_label(L) + " the two were level within " + fmt(100 * lead, 2) + "% (FlashAttention " +
+           fmt(*tf) + " ms, Hyena " + fmt(*th) + " ms), less than the ~3% one build's time moves between calls, so " +
+           "that length does not settle the order.";
+  };
   for (auto& c : f.crossovers) {
     if (c.L_hi <= 0) continue;
     md << "- **Time, D = " << c.D << " (" << c.flash << " vs " << c.hyena << ")**: ";
@@ -742,7 +763,8 @@ int write_report(const std::string& dir, std::ostream& log) {
       md << "switch to Hyena from L ≈ " << std::to_string(std::llround(c.at->L))
          << " on (the crossing interpolated between the measured " << length_label(c.at->L_before)
          << ", where FlashAttention was faster, and " << length_label(c.at->L_after)
-         << ", where Hyena was); below it FlashAttention is faster.\n";
+         << ", where Hyena was); below it FlashAttention is faster."
+         << level_note(c, c.at->L_before, false) << level_note(c, c.at->L_after, true) << "\n";
   }
   for (auto& m : f.memory) {
     const double r = m.hyena_GB / m.flash_GB;

@@ -116,6 +116,31 @@ TEST(Report, WritesValidImagesTablesAndComputedText) {
   fs::remove_all(dir);
 }
 
+// Where the medians either side of the crossing are closer than the ~3% one build moves between
+// calls, the recommendation says the measurement does not order them there; a clear gap says
+// nothing of the kind.
+TEST(Report, SaysWhenTheLengthsBesideTheCrossingAreLevel) {
+  for (const bool close : {true, false}) {
+    std::vector<Row> rows;
+    for (std::int64_t L = 4096; L <= 65536; L *= 2) {
+      const double flash = 1e-5 * L;  // linear, so the ratio below sets the order at each length
+      const double ratio = L == 4096 ? (close ? 1.012 : 1.2) : 0.5;  // hyena / flash
+      rows.push_back(row("flash", "flash-x", L, flash, 1e-6 * L));
+      rows.push_back(row("hyena", "hyena-x", L, flash * ratio, 4.7e-6 * L));
+    }
+    const std::string dir = folder(close ? "level" : "apart", rows);
+    std::ostringstream log;
+    ASSERT_EQ(write_report(dir, log), 0) << log.str();
+    const std::string report = read_file(dir + "/report.md");
+    EXPECT_NE(report.find("switch to Hyena from L ≈"), std::string::npos) << report;
+    const bool said = report.find("At 4k the two were level within 1.2% (FlashAttention 0.041 ms, Hyena 0.0415 ms)") !=
+                      std::string::npos;
+    EXPECT_EQ(said, close) << report;
+    EXPECT_EQ(report.find("At 8k the two were level"), std::string::npos) << report;  // Hyena 2× faster there
+    fs::remove_all(dir);
+  }
+}
+
 TEST(Report, SaysNeverCrossesWhenItDoesNot) {
   const std::string dir = folder("never", synthetic(true));
   std::ostringstream log;

@@ -758,7 +758,9 @@ int write_report(const std::string& dir, std::ostream& log) {
     if (c.L_hi <= 0) continue;
     md << "- **Time, D = " << c.D << " (" << c.flash << " vs " << c.hyena << ")**: ";
     if (!c.at) md << "keep FlashAttention at every measured length up to " << length_label(c.L_hi) << "; Hyena did not become faster.\n";
-    else if (c.at->a_below_from_start) md << "Hyena is at least as fast from the shortest measured length (" << length_label(c.at->L) << ") on.\n";
+    else if (c.at->a_below_from_start)
+      md << "Hyena is at least as fast from the shortest measured length (" << length_label(c.at->L) << ") on."
+         << level_note(c, c.at->L, true) << "\n";
     else
       md << "switch to Hyena from L ≈ " << std::to_string(std::llround(c.at->L))
          << " on (the crossing interpolated between the measured " << length_label(c.at->L_before)

@@ -139,6 +139,21 @@ TEST(Report, SaysWhenTheLengthsBesideTheCrossingAreLevel) {
     EXPECT_EQ(report.find("At 8k the two were level"), std::string::npos) << report;  // Hyena 2× faster there
     fs::remove_all(dir);
   }
+  // Hyena ahead from the shortest length, by 1.5% there: said too.
+  std::vector<Row> rows;
+  for (std::int64_t L = 4096; L <= 65536; L *= 2) {
+    rows.push_back(row("flash", "flash-x", L, 1e-5 * L, 1e-6 * L));
+    rows.push_back(row("hyena", "hyena-x", L, 1e-5 * L * (L == 4096 ? 1 / 1.015 : 0.5), 4.7e-6 * L));
+  }
+  const std::string dir = folder("ahead", rows);
+  std::ostringstream log;
+  ASSERT_EQ(write_report(dir, log), 0) << log.str();
+  const std::string report = read_file(dir + "/report.md");
+  EXPECT_NE(report.find("Hyena is at least as fast from the shortest measured length (4k) on. At 4k the two were "
+                        "level within 1.5%"),
+            std::string::npos)
+      << report;
+  fs::remove_all(dir);
 }
 
 TEST(Report, SaysNeverCrossesWhenItDoesNot) {

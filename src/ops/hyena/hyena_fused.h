@@ -134,7 +134,8 @@ struct HyenaFusedOptions {
   static constexpr int kRowPairsMaxN2 = 256;  // the longest rows with the 2- and 4-pair kernels
   // v21: a column block's time rows staged in shared memory by cp.async (every 16-byte copy of
   // the block in flight at once) instead of each thread's dependent 2-byte (or 16-byte) global
-  // loads: the short convs' rows before the signal's pass A reads its taps (scalar path) and
+  // loads: the short convs' rows before the signal's pass A reads its taps (scalar path; 8-row
+  // path from N1 = 1024) and
   // before pass A⁻¹'s epilogue reads the x0 gate's (either path); and the filter's h rows and
   // time grid before the filter's pass A reads them (either path). Where R % 8 == 0 and the
   // columns run on cuFFTDx, the short convs' rows only for K = 3 (hyena_fused_stages); the

@@ -518,10 +518,10 @@ __device__ __forceinline__ void fill_col_tile_vec8(const PassParams& P, long lon
   if constexpr (kStage)
     if (P.src == kSrcFilter && P.stage) stage_filter<N1, W, nth>(P, sa, sb, col0, tid, tile);
   const Pos ps = pos_of(P);
-  for_each_vec8_task<N1, W, nth>(tid, col0, N2, R, [&](const Vec8Task& k) {
+  // One task's source values of both channels, zero past L.
+  auto task_source = [&](const Vec8Task& k, float (&xa)[8], float (&xb)[8]) {
     const int w = k.w, n1 = k.n1, n2 = k.n2, t0 = k.t0, p = k.p;
     const bool live = n1 < R;  // rows past the run hold times ≥ L: zero
-    float xa[8] = {}, xb[8] = {};
     float tg[8] = {};
     if (live && P.src == kSrcFilter) ld_f8(sa.tgrid + p, tg);
     source8<W>(sa, p, n2, w, live, t0, L, ps, tg, xa);
@@ -529,8 +529,45 @@ __device__ __forceinline__ void fill_col_tile_vec8(const PassParams& P, long lon
 #pragma unroll
     for (int i = 0; i < 8; ++i)
       if (!live || t0 + i * N2 >= L) xa[i] = xb[i] = 0.0f;
+  };
+  if constexpr (kStage && N1 >= 1024) {
+    // v21: the signal's four short-conv rows staged in the whole tile's space, as the scalar
+    // path does: every thread's one task (kIters == 1 at every size: N1/16·W tasks for
+    // N1/ept·W threads, ept ≤ 16) read into registers, a barrier, then the tile stores. Only
+    // from N1 = 1024, where the signal's pass A takes the 8-row path by default
+    // (kSignalVec8MinN1): compiled in at N1 = 512 it doubled the spills of the kernel the
+    // filter's staged pass A runs there (ptxas: 300 against 144 bytes stored).
+    if (P.src == kSrcConvProduct && stage_block(P, col0)) {
+      static_assert(Vec8Map<N1, W, nth>::kIters == 1, "one 8-row task a thread");
+      unsigned short* st = reinterpret_cast<unsigned short*>(tile);
+      const void* rows[4] = {sa.a.row, sa.g.row, sb.a.row, sb.g.row};
+      stage_issue<W, nth, 4>(rows, col0, P.R, tid, st);
+      sa.a.row = staged_row<W>(st, 0, col0, P.R);
+      sa.g.row = staged_row<W>(st, 1, col0, P.R);
+      sb.a.row = staged_row<W>(st, 2, col0, P.R);
+      sb.g.row = staged_row<W>(st, 3, col0, P.R);
+      __pipeline_wait_prior(0);
+      __syncthreads();
+      float xa[8] = {}, xb[8] = {};
+      int n1 = -1, w = 0;
+      for_each_vec8_task<N1, W, nth>(tid, col0, N2, R, [&](const Vec8Task& k) {
+        task_source(k, xa, xb);
+        n1 = k.n1;
+        w = k.w;
+      });
+      __syncthreads();  // the tile overwrites the staged rows
+      if (n1 >= 0) {
 #pragma unroll
-    for (int i = 0; i < 8; ++i) tile[(n1 + i) * TW + w] = make_float2(xa[i], xb[i]);
+        for (int i = 0; i < 8; ++i) tile[(n1 + i) * TW + w] = make_float2(xa[i], xb[i]);
+      }
+      return;
+    }
+  }
+  for_each_vec8_task<N1, W, nth>(tid, col0, N2, R, [&](const Vec8Task& k) {
+    float xa[8] = {}, xb[8] = {};
+    task_source(k, xa, xb);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) tile[(k.n1 + i) * TW + k.w] = make_float2(xa[i], xb[i]);
   });
 }
 template <int N1, int W, int nth, bool kStage>

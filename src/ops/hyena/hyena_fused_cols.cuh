@@ -223,6 +223,24 @@ __device__ __forceinline__ const void* staged_row(const unsigned short* dst, int
   return dst + j * stage_span(W, R) - stage_first(col0, R);
 }
 
+// v21, the signal's pass A: the four short-conv rows (x1, v of both channels) staged from the
+// tile's start (4·(W + 2)·R·2 bytes fit its N1·(W + 1)·8 since R ≤ N1/2), the sources' row
+// pointers rebased onto them. Waits and synchronises; the caller reads everything it needs
+// into registers and synchronises again before its first tile store.
+template <int W, int nth>
+__device__ __forceinline__ void stage_signal(const PassParams& P, Source& sa, Source& sb, int col0, int tid,
+                                             float2* tile) {
+  unsigned short* st = reinterpret_cast<unsigned short*>(tile);
+  const void* rows[4] = {sa.a.row, sa.g.row, sb.a.row, sb.g.row};
+  stage_issue<W, nth, 4>(rows, col0, P.R, tid, st);
+  sa.a.row = staged_row<W>(st, 0, col0, P.R);
+  sa.g.row = staged_row<W>(st, 1, col0, P.R);
+  sb.a.row = staged_row<W>(st, 2, col0, P.R);
+  sb.g.row = staged_row<W>(st, 3, col0, P.R);
+  __pipeline_wait_prior(0);
+  __syncthreads();
+}
+
 // v21, the filter's pass A: the block's h rows of both channels (positions [col0·R, (col0 + W)·R),
 // no taps) and the time grid's (fp32) staged in the tile's rows n1 ≥ N1/2, which pass A's
 // prologue never writes (the zero half): 2·W·R·2 + W·R·4 bytes fit their (N1/2)·(W + 1)·8 since
@@ -271,17 +289,7 @@ __device__ __forceinline__ void fill_col_tile_scalar(const PassParams& P, long l
     if (P.src == kSrcFilter && P.stage) stage_filter<N1, W, nth>(P, sa, sb, col0, tid, tile);
     staged = P.src == kSrcConvProduct && stage_block(P, col0);
   }
-  if (staged) {
-    unsigned short* st = reinterpret_cast<unsigned short*>(tile);
-    const void* rows[4] = {sa.a.row, sa.g.row, sb.a.row, sb.g.row};
-    stage_issue<W, nth, 4>(rows, col0, P.R, tid, st);
-    sa.a.row = staged_row<W>(st, 0, col0, P.R);
-    sa.g.row = staged_row<W>(st, 1, col0, P.R);
-    sb.a.row = staged_row<W>(st, 2, col0, P.R);
-    sb.g.row = staged_row<W>(st, 3, col0, P.R);
-    __pipeline_wait_prior(0);
-    __syncthreads();
-  }
+  if (staged) stage_signal<W, nth>(P, sa, sb, col0, tid, tile);
   const int r0 = tid % FM::TR, w0 = (tid / FM::TR) * FM::CG;
   float xa[FM::RT][FM::CG], xb[FM::RT][FM::CG];
 #pragma unroll
@@ -539,15 +547,7 @@ __device__ __forceinline__ void fill_col_tile_vec8(const PassParams& P, long lon
     // filter's staged pass A runs there (ptxas: 300 against 144 bytes stored).
     if (P.src == kSrcConvProduct && stage_block(P, col0)) {
       static_assert(Vec8Map<N1, W, nth>::kIters == 1, "one 8-row task a thread");
-      unsigned short* st = reinterpret_cast<unsigned short*>(tile);
-      const void* rows[4] = {sa.a.row, sa.g.row, sb.a.row, sb.g.row};
-      stage_issue<W, nth, 4>(rows, col0, P.R, tid, st);
-      sa.a.row = staged_row<W>(st, 0, col0, P.R);
-      sa.g.row = staged_row<W>(st, 1, col0, P.R);
-      sb.a.row = staged_row<W>(st, 2, col0, P.R);
-      sb.g.row = staged_row<W>(st, 3, col0, P.R);
-      __pipeline_wait_prior(0);
-      __syncthreads();
+      stage_signal<W, nth>(P, sa, sb, col0, tid, tile);
       float xa[8] = {}, xb[8] = {};
       int n1 = -1, w = 0;
       for_each_vec8_task<N1, W, nth>(tid, col0, N2, R, [&](const Vec8Task& k) {

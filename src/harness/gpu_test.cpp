@@ -541,17 +541,6 @@ TEST(HyenaFusedOptionsFromEnv, ParsesEverySwitchAndRejectsUnknownValues) {
 // at p, p − R, p − 2R) lies in the staged run; every staged area fits where it is put (the
 // signal's four rows in the tile, pass A⁻¹'s two x0 rows and the filter's h rows and time grid in
 // its rows n1 ≥ N1/2); every copy starts and ends on 16 bytes.
-int col_width_for_test(int n1) {
-  switch (n1) {
-    case 64: return fused::col_width<64>();
-    case 128: return fused::col_width<128>();
-    case 256: return fused::col_width<256>();
-    case 512: return fused::col_width<512>();
-    case 1024: return fused::col_width<1024>();
-    case 2048: return fused::col_width<2048>();
-    default: return 0;
-  }
-}
 TEST(HyenaFusedStageLayout, EveryStagedLoadLiesInTheRunAndEveryRunFitsTheTile) {
   std::set<int> sizes;
   int shapes = 0;
@@ -560,7 +549,7 @@ TEST(HyenaFusedStageLayout, EveryStagedLoadLiesInTheRunAndEveryRunFitsTheTile) {
                                  1048576, 2097152}) {
       int N1 = 0, N2 = 0;
       hyena_fused_split(hyena_fused_fft_size(L), D, HyenaFusedOptions::Split::kAuto, &N1, &N2);
-      const int R = static_cast<int>((L + N2 - 1) / N2), W = col_width_for_test(N1);
+      const int R = static_cast<int>((L + N2 - 1) / N2), W = fused::col_width_of(N1);
       ASSERT_GT(W, 0) << "N1=" << N1;
       if (R % 8 != 0) continue;
       ++shapes;

@@ -199,17 +199,21 @@ __global__ void transpose_pos16_kernel(const unsigned short* __restrict__ in, un
     default: throw RuntimeFailure("hyena-fused: no FFT of size " + std::to_string(n)); \
   }
 
-int col_width_of(int n) {
+}  // namespace
+
+int fused::col_width_of(int n) {
   switch (n) {
-    case 64: return fused::col_width<64>();
-    case 128: return fused::col_width<128>();
-    case 256: return fused::col_width<256>();
-    case 512: return fused::col_width<512>();
-    case 1024: return fused::col_width<1024>();
-    case 2048: return fused::col_width<2048>();
+    case 64: return col_width<64>();
+    case 128: return col_width<128>();
+    case 256: return col_width<256>();
+    case 512: return col_width<512>();
+    case 1024: return col_width<1024>();
+    case 2048: return col_width<2048>();
   }
   throw RuntimeFailure("hyena-fused: no FFT of size " + std::to_string(n));
 }
+
+namespace {
 
 std::size_t align256(std::size_t n) { return (n + 255) / 256 * 256; }
 
@@ -528,7 +532,7 @@ HyenaFusedPlan::HyenaFusedPlan(const HyenaWeights& w, std::int64_t B, std::int64
   m.R = static_cast<int>((L + m.N2 - 1) / m.N2);
   m.Lp = std::int64_t(m.N2) * m.R;
   m.ssz = opt.fp16_spectra ? 4 : 8;
-  LONGMIX_REQUIRE(m.N2 % col_width_of(m.N1) == 0, "hyena-fused: N2=", m.N2, " is not a multiple of the column width");
+  LONGMIX_REQUIRE(m.N2 % fused::col_width_of(m.N1) == 0, "hyena-fused: N2=", m.N2, " is not a multiple of the column width");
   Allocator& a = *ctx.alloc;
   cudaStream_t s = ctx.stream;
   const std::int64_t D = m.D, C = m.C, F = m.F;

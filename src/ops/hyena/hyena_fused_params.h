@@ -93,6 +93,8 @@ template <int Size>
 void prepare_size();
 template <int Size>
 int col_width();
+// col_width<N1>() for a size known at run time (64 … 2048; any other is an error).
+int col_width_of(int n1);
 template <int N1>
 void launch_col(bool fwd, bool half, const PassParams& P, long long pairs, cudaStream_t s);
 // row_pairs: row pairs a block (1, or 2 and 4 where N2 ≤ 256; anything else runs 1).

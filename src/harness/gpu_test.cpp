@@ -611,6 +611,10 @@ TEST(HyenaFusedStagePolicy, NeedsWholeRunsTheThreeTapFilterAndCufftdxColumns) {
   EXPECT_TRUE(hyena_fused_stages_filter(opt, 24, false));
   EXPECT_FALSE(hyena_fused_stages_filter(opt, 20, false));
   EXPECT_FALSE(hyena_fused_stages_filter(opt, 24, true));
+  opt.fp16_spectra = false;  // the staged kernels are built for fp16 spectra only
+  EXPECT_FALSE(hyena_fused_stages(opt, 256, 3, false));
+  EXPECT_FALSE(hyena_fused_stages_filter(opt, 256, false));
+  opt.fp16_spectra = true;
   opt.stage = Stage::kSignal;
   EXPECT_TRUE(hyena_fused_stages(opt, 256, 3, false));
   EXPECT_FALSE(hyena_fused_stages_filter(opt, 256, false));

@@ -751,7 +751,8 @@ int write_report(const std::string& dir, std::ostream& log) {
     const double lead = hyena_faster ? *tf / *th - 1 : *th / *tf - 1;
     if (lead < 0 || lead >= kLevel) return "";
     return " At " + length_label(L) + " the two were level within " + fmt(100 * lead, 2) + "% (FlashAttention " +
-           fmt(*tf) + " ms, Hyena " + fmt(*th) + " ms), less than the ~3% one build's time moves between calls, so " +
+           fmt(*tf) + " ms, Hyena " + fmt(*th) + " ms), less than the ~" + fmt(100 * kLevel) +
+           "% one build's time moves between calls, so " +
            "that length does not settle the order.";
   };
   for (auto& c : f.crossovers) {

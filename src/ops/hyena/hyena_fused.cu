@@ -348,7 +348,7 @@ struct HyenaFusedPlan::Impl {
     P.src = fused::kSrcFilter;
     P.h = h;
     P.T = tf;
-    P.stage = opt.fp16_spectra && hyena_fused_stages_filter(opt, R, col_tc) && reinterpret_cast<std::uintptr_t>(h) % 16 == 0 &&
+    P.stage = hyena_fused_stages_filter(opt, R, col_tc) && reinterpret_cast<std::uintptr_t>(h) % 16 == 0 &&
               reinterpret_cast<std::uintptr_t>(P.tgrid) % 16 == 0;
     col(true, P, Dh / 2, s);
   }
@@ -379,7 +379,7 @@ struct HyenaFusedPlan::Impl {
     }
     const int order = cfg.order;
     // zT's rows start on 16 bytes (Lp = N2·R, R % 8 == 0) where the arena does
-    const bool stages = opt.fp16_spectra && hyena_fused_stages(opt, R, cfg.short_filter_order, col_tc) &&
+    const bool stages = hyena_fused_stages(opt, R, cfg.short_filter_order, col_tc) &&
                         reinterpret_cast<std::uintptr_t>(zT) % 16 == 0;
     void* yg = R1();  // the final gated output (B, D, L)
     for (int o = 0; o < order - 1; ++o) {

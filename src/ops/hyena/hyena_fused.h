@@ -149,15 +149,16 @@ struct HyenaFusedOptions {
 };
 
 // Whether the column passes stage the short convs' rows (HyenaFusedOptions::stage): R rows a
-// column, short filter length K, the columns on tensor cores or not.
+// column, short filter length K, the columns on tensor cores or not (the staged kernels exist
+// for fp16 spectra only).
 inline bool hyena_fused_stages(const HyenaFusedOptions& o, std::int64_t R, int K, bool col_tc) {
   using S = HyenaFusedOptions::Stage;
-  return (o.stage == S::kSignal || o.stage == S::kOn) && R % 8 == 0 && K == 3 && !col_tc;
+  return (o.stage == S::kSignal || o.stage == S::kOn) && o.fp16_spectra && R % 8 == 0 && K == 3 && !col_tc;
 }
 // The same for the filter's h rows and time grid (no short conv).
 inline bool hyena_fused_stages_filter(const HyenaFusedOptions& o, std::int64_t R, bool col_tc) {
   using S = HyenaFusedOptions::Stage;
-  return o.stage == S::kOn && R % 8 == 0 && !col_tc;
+  return o.stage == S::kOn && o.fp16_spectra && R % 8 == 0 && !col_tc;
 }
 
 // Row pairs a block of pass B's cuFFTDx kernels for row size N2 (1, 2 or 4).

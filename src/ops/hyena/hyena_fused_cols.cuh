@@ -71,6 +71,13 @@ struct ConvChan {
   float sb, bin;
   const void* row;  // zT + (b·C + ch)·Lp
 };
+// Channel ch's row of zT for batch element b. (Spelled per dtype, as it always was: one
+// 2-byte-typed expression for both let ptxas allocate the column kernels differently — 8-row
+// pass A's spills at N1 = 512 156 → 208 bytes, pass A⁻¹ at N1 = 1024 48 → 64 registers.)
+__device__ __forceinline__ const void* zt_row(const PassParams& P, long long b, long long ch) {
+  return P.bf16 ? static_cast<const void*>(static_cast<const __nv_bfloat16*>(P.zT) + (b * P.C + ch) * P.Lp)
+                : static_cast<const void*>(static_cast<const __half*>(P.zT) + (b * P.C + ch) * P.Lp);
+}
 // kTaps: the taps loaded (the 8-row path knows K = 3: 5 loads a channel instead of 11).
 template <int kTaps = kMaxK>
 __device__ __forceinline__ ConvChan conv_chan(const PassParams& P, long long b, long long ch) {
@@ -79,8 +86,7 @@ __device__ __forceinline__ ConvChan conv_chan(const PassParams& P, long long b, 
   for (int j = 0; j < kMaxK; ++j) c.w[j] = j < kTaps && j < P.K ? P.sw[ch * P.K + j] : 0.0f;
   c.sb = P.sb[ch];
   c.bin = P.b_in ? P.b_in[ch] : 0.0f;
-  c.row = P.bf16 ? static_cast<const void*>(static_cast<const __nv_bfloat16*>(P.zT) + (b * P.C + ch) * P.Lp)
-                 : static_cast<const void*>(static_cast<const __half*>(P.zT) + (b * P.C + ch) * P.Lp);
+  c.row = zt_row(P, b, ch);
   return c;
 }
 // z[t] + b_in, zero outside [0, L) (negative time is the conv's zero padding; past L is never
@@ -202,9 +208,6 @@ __device__ __forceinline__ void pair_channels(const PassParams& P, long long p, 
 // the loads that follow are the global path's, on the same values, so the outputs are
 // bit-identical. Alignment: R % 8 == 0 makes every run start and length a multiple of 16 bytes
 // (the plan checks zT's base).
-__device__ __forceinline__ const void* zt_row(const PassParams& P, long long b, long long ch) {
-  return static_cast<const unsigned short*>(P.zT) + (b * P.C + ch) * P.Lp;
-}
 __device__ __forceinline__ bool stage_block(const PassParams& P, int col0) { return P.stage && P.K == 3 && col0 >= 2; }
 // Issues the copies of kRows rows (one commit group); the caller waits and synchronises.
 template <int W, int nth, int kRows>

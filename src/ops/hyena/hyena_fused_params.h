@@ -26,9 +26,10 @@ struct PassParams {
   // The column passes' 8-row kernels (hyena_fused_cols.cuh): R % 8 == 0 and chosen by the plan
   // (HyenaFusedOptions::col_access).
   bool vec8 = false;
-  // v21: the signal's pass A (kSrcConvProduct) and the final pass A⁻¹ stage the short convs'
-  // rows of a block in shared memory (hyena_fused_cols.cuh, stage_rows); set by the plan where
-  // hyena_fused_stages holds (R % 8 == 0, K = 3, cuFFTDx columns).
+  // v21: the column passes stage a block's time rows in shared memory (hyena_fused_cols.cuh:
+  // stage_signal, stage_x0, stage_filter) — the signal's pass A and the final pass A⁻¹ where
+  // hyena_fused_stages holds, the filter's pass A where hyena_fused_stages_filter does; set by
+  // the plan, which also checks the rows' 16-byte alignment.
   bool stage = false;
   long long half_D = 0;                  // channel pairs per batch element
   bool bf16 = false;                     // storage dtype of zT and the final output
